@@ -1,0 +1,47 @@
+# Every target creates the virtual environment first if it is missing.
+# Papers: any folder replications/<paper>/ with a paper.yaml; `make replicate-<paper>` runs its protocol.
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+export REPLICATIONS_MIRROR ?=
+export HF_DATASETS_OFFLINE ?= 1
+PAPERS := $(patsubst replications/%/paper.yaml,%,$(wildcard replications/*/paper.yaml))
+# `make replicate-pshgcn dataset=acm` narrows a replication to one dataset (or model=...).
+NARROW := $(if $(dataset),dataset=$(dataset)) $(if $(model),model=$(model))
+
+.PHONY: venv test smoke report lint sweep-pshgcn bench-pshgcn clean-cache $(addprefix replicate-,$(PAPERS))
+
+venv: $(VENV)/.installed
+$(VENV)/.installed: pyproject.toml constraints.txt
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -c constraints.txt torch==2.13.0
+	$(PY) -m pip install -q -c constraints.txt -e '.[dev]'
+	touch $@
+
+test: venv
+	$(PY) -m pytest -q
+
+lint: venv
+	$(VENV)/bin/ruff check shared replications tests
+
+smoke: venv
+	for p in $(PAPERS); do $(PY) -m replications.replicate $$p scale=smoke tracker=none $(NARROW) || exit 1; done
+
+replicate-%: venv
+	$(PY) -m replications.replicate $* $(NARROW) $(ARGS)
+
+report: venv
+	$(PY) -m shared.report
+
+# Hydra multirun: 5 seeds x a small grid around the official DBLP values, selecting on validation.
+sweep-pshgcn: venv
+	$(PY) -m replications --multirun paper=pshgcn dataset=$(or $(dataset),dblp) \
+	  'seed=range(1,6)' 'model.lr=0.003,0.006,0.012' 'model.K=3,5' \
+	  'results_dir=multirun/pshgcn-sweep/$${now:%Y-%m-%d_%H-%M-%S}' $(ARGS)
+
+bench-pshgcn: venv
+	$(PY) -m replications.pshgcn.bench
+
+clean-cache:
+	rm -rf $${REPLICATIONS_CACHE:-$$HOME/.cache/replications}

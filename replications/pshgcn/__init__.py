@@ -1,0 +1,68 @@
+"""PSHGCN (He et al., WWW 2024) and RGCN/HGT baselines under the official HGB protocol."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+from omegaconf import DictConfig
+
+from replications.pshgcn import data as pdata
+from replications.pshgcn.baselines import HGT, RGCN
+from replications.pshgcn.graph import enumerate_words, relation_matrices
+from replications.pshgcn.model import PSHGCN
+from replications.pshgcn.train import fit, param_groups, scores, split_for_seed
+from shared.replication import LogFn, Replication
+
+
+class PSHGCNReplication(Replication):
+    name = "pshgcn"
+    paper_file = Path(__file__).with_name("paper.yaml")
+
+    def load_data(self, cfg: DictConfig) -> dict[str, Any]:
+        graph = pdata.load(cfg)
+        adjs = relation_matrices(graph, cfg.model) if cfg.model.name == "pshgcn" else {}
+        return {"graph": graph, "adjs": {k: v.to(cfg.device) for k, v in adjs.items()},
+                "x": pdata.features(graph, cfg.device)}
+
+    def build_model(self, cfg: DictConfig, data: dict[str, Any]) -> torch.nn.Module:
+        g, m = data["graph"], cfg.model
+        if m.name == "pshgcn":
+            letters = {k: str(v) for k, v in m.node_letters.items()}
+            model = PSHGCN(
+                in_dims={t: (g[t].x.shape[1] if "x" in g[t] else None) for t in g.node_types},
+                num_nodes={t: g[t].num_nodes for t in g.node_types}, num_classes=g.num_classes,
+                words=enumerate_words(list(m.relations), m.K), letters=letters, target=g.target_type,
+                emb_dim=m.emb_dim, hidden=m.hidden, input_drop=m.input_drop, dropout=m.dropout)
+        elif m.name == "rgcn":
+            model = RGCN(g, m.hidden, m.layers, m.dropout, m.get("num_bases"))
+        elif m.name == "hgt":
+            model = HGT(g, m.hidden, m.layers, m.heads, m.dropout)
+        else:
+            raise ValueError(f"unknown model '{m.name}' for pshgcn; valid: pshgcn, rgcn, hgt")
+        return model.to(cfg.device)
+
+    def train(self, cfg: DictConfig, model: torch.nn.Module, data: dict[str, Any], seed: int, log: LogFn) -> dict:
+        g, m, protocol = data["graph"], cfg.model, cfg.paper.protocol
+        target = g[g.target_type]
+        split = split_for_seed(target.train_mask, target.test_mask, protocol.val_ratio)
+        data["split"] = split  # evaluate() scores the same split
+        optimizer = torch.optim.AdamW(param_groups(model, m.lr, m.wd, m.get("prop_lr"), m.get("prop_wd")))
+        return fit(model, (data["x"], data["adjs"]), target.y.to(cfg.device), split, g.multilabel, optimizer,
+                   max_epochs=cfg.scale.max_epochs or protocol.max_epochs,
+                   patience=cfg.scale.patience or protocol.patience,
+                   dropout_first_epoch_only=protocol.dropout_first_epoch_only, log=log)
+
+    def evaluate(self, cfg: DictConfig, model: torch.nn.Module, data: dict[str, Any]) -> dict[str, float]:
+        g, split = data["graph"], data["split"]
+        y = g[g.target_type].y
+        model.eval()
+        with torch.no_grad():
+            logits = model(data["x"], data["adjs"]).cpu()
+        out = {f"val_{k}": v for k, v in scores(logits[split.val], y[split.val], g.multilabel).items()}
+        out |= {f"test_{k}": v for k, v in scores(logits[split.test], y[split.test], g.multilabel).items()}
+        return out
+
+
+REPLICATION = PSHGCNReplication()

@@ -1,0 +1,111 @@
+"""Run one (paper, dataset, model) over its seeds, aggregate, compare and write the result file."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from shared.atomic import write_json_atomic
+from shared.reference import compare, load_paper, reported_for
+from shared.replication import Replication
+from shared.runinfo import environment, peak_memory_mb
+from shared.seeding import seed_everything
+from shared.stats import aggregate
+from shared.tracking import make_tracker
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+
+
+class ConfigError(ValueError):
+    """A config choice that composes but makes no sense for this paper."""
+
+
+def seeds_of(cfg: DictConfig) -> list[int]:
+    if cfg.get("seed") is not None:
+        return [int(cfg.seed)]
+    if cfg.scale.get("seeds") is not None:
+        return list(cfg.scale.seeds)
+    return list(cfg.paper.protocol.seeds)
+
+
+def result_path(cfg: DictConfig) -> Path:
+    chosen = cfg.get("results_dir") or cfg.scale.get("results_dir")
+    root = Path(chosen) if chosen else PROJECT_ROOT / "results"
+    return root / cfg.paper.name / cfg.dataset.name / f"{cfg.model.name}.json"
+
+
+def check_choices(cfg: DictConfig) -> None:
+    valid = list(cfg.paper.datasets)
+    if cfg.dataset.name not in valid:
+        raise ConfigError(
+            f"paper '{cfg.paper.name}' has no dataset '{cfg.dataset.name}'; valid: {', '.join(valid)}"
+        )
+    models = list(cfg.paper.models)
+    if cfg.model.name not in models:
+        raise ConfigError(f"paper '{cfg.paper.name}' has no model '{cfg.model.name}'; valid: {', '.join(models)}")
+
+
+def run(cfg: DictConfig, replication: Replication) -> dict[str, Any]:
+    check_choices(cfg)
+    paper = load_paper(replication.paper_file)
+    reported = {
+        m: e["value"]
+        for m, e in reported_for(paper, cfg.dataset.name, cfg.model.name).items()
+        if e["value"] is not None
+    }
+    tracker = make_tracker(cfg)
+    started = time.perf_counter()
+    data = replication.load_data(cfg)
+    data_seconds = time.perf_counter() - started
+
+    per_seed, runs = [], []
+    for seed in seeds_of(cfg):
+        seed_everything(seed)
+        tracker.start(cfg, seed)
+        t0 = time.perf_counter()
+        model = replication.build_model(cfg, data)
+        summary = replication.train(cfg, model, data, seed, tracker.log)
+        metrics = replication.evaluate(cfg, model, data)
+        seconds = time.perf_counter() - t0
+        tracker.finish(metrics, reported)
+        per_seed.append(metrics)
+        runs.append({"seed": seed, "metrics": metrics, "train": summary, "wall_seconds": round(seconds, 2)})
+        print(f"[{cfg.paper.name}/{cfg.dataset.name}/{cfg.model.name}] seed {seed}: "
+              + ", ".join(f"{k}={v:.4f}" for k, v in metrics.items()) + f" ({seconds:.1f}s)")
+
+    agg = aggregate(per_seed)
+    record = {
+        "paper": cfg.paper.name,
+        "dataset": cfg.dataset.name,
+        "model": cfg.model.name,
+        "scale": cfg.scale.name,
+        "complete": True,
+        "comparison": compare(paper, cfg.dataset.name, cfg.model.name, agg),
+        "aggregate": agg,
+        "runs": runs,
+        "wall_seconds": round(time.perf_counter() - started, 2),
+        "data_seconds": round(data_seconds, 2),
+        "peak_memory_mb": round(peak_memory_mb(), 1),
+        "environment": environment(),
+        "config": OmegaConf.to_container(cfg, resolve=True),
+    }
+    path = result_path(cfg)
+    write_json_atomic(path, record)  # all seeds done: only now does a result file appear
+    print(format_rows(record))
+    print(f"wrote {path}")
+    return record
+
+
+def format_rows(record: dict[str, Any]) -> str:
+    lines = []
+    for row in record["comparison"]:
+        rep = "unknown" if row["reported"] is None else f"{row['reported']:.2f}"
+        lines.append(
+            f"  {record['dataset']:<9} {record['model']:<8} {row['metric']:<16} reported {rep:>8}  "
+            f"reproduced {row['reproduced_mean']:.2f} ± {row['reproduced_std']:.2f} (n={row['n']})  "
+            f"{row['status']}"
+        )
+    return "\n".join(lines)

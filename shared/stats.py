@@ -1,0 +1,27 @@
+"""Aggregate per-seed metrics: mean, std, n and a 95% confidence interval (Student t)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import stats
+
+
+def summarize(values: list[float]) -> dict[str, float]:
+    arr = np.asarray(values, dtype=np.float64)
+    n = len(arr)
+    mean = float(arr.mean())
+    # Population std (ddof=0) is what the HGB papers print (np.sqrt(np.var(...))); the CI uses ddof=1.
+    std = float(arr.std(ddof=0))
+    if n > 1:
+        sem = float(arr.std(ddof=1)) / math.sqrt(n)
+        half = float(stats.t.ppf(0.975, n - 1)) * sem
+    else:
+        half = float("nan")
+    return {"mean": mean, "std": std, "n": n, "ci95_low": mean - half, "ci95_high": mean + half}
+
+
+def aggregate(per_seed: list[dict[str, float]]) -> dict[str, dict[str, float]]:
+    names = per_seed[0].keys()
+    return {name: summarize([run[name] for run in per_seed]) for name in names}
