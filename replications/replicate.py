@@ -31,7 +31,9 @@ def main(argv: list[str]) -> int:
     chosen = {o.split("=", 1)[0]: o.split("=", 1)[1] for o in overrides if "=" in o}
     rest = [o for o in overrides if o.split("=", 1)[0] not in ("dataset", "model")]
     with initialize_config_dir(config_dir=str(PROJECT_ROOT / "conf"), version_base="1.3"):
-        plan = compose("config", overrides=[f"paper={paper}"]).paper.replicate
+        # Read the plan from the paper file itself: composing with only `paper=` would pull the default
+        # dataset (dblp) and fail for every paper that has no model config for it.
+        plan = OmegaConf.load(PROJECT_ROOT / "conf" / "paper" / f"{paper}.yaml").replicate
         datasets = chosen["dataset"].split(",") if "dataset" in chosen else list(plan.datasets)
         models = chosen["model"].split(",") if "model" in chosen else list(plan.models)
         for dataset in datasets:
