@@ -1,0 +1,53 @@
+"""EvoMoE (Nie et al., arXiv 2112.14397): dense-to-sparse gate vs Switch/GShard/Hash/BASE/dense on WikiText-2."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+from omegaconf import DictConfig, OmegaConf
+
+from replications.evomoe import data as wdata
+from replications.evomoe.model import GPT
+from replications.evomoe.train import fit, perplexity
+from shared.replication import LogFn, Replication
+
+
+class EvoMoEReplication(Replication):
+    name = "evomoe"
+    paper_file = Path(__file__).with_name("paper.yaml")
+
+    def load_data(self, cfg: DictConfig) -> wdata.Corpus:
+        if cfg.dataset.name != "wikitext2":
+            raise ValueError(f"evomoe has no loader for dataset '{cfg.dataset.name}'; valid: wikitext2")
+        return wdata.load()
+
+    def build_model(self, cfg: DictConfig, data: wdata.Corpus) -> GPT:
+        p, m = cfg.paper.protocol, cfg.model
+        options = OmegaConf.to_container(m.gate_options, resolve=True) if m.get("gate_options") else {}
+        if m.gate == "hash":
+            options = {"vocab_size": len(data.vocab), **options}
+        if cfg.device != "cpu":
+            raise ValueError("evomoe runs on cpu only (device=cpu)")
+        return GPT(len(data.vocab), p.d_model, p.heads, p.layers, p.seq_len, m.ffn_hidden,
+                   None if m.gate == "dense" else m.gate, m.get("num_experts", 1), options,
+                   list(p.cutoffs), p.div_value, p.dropout)
+
+    def train(self, cfg: DictConfig, model: GPT, data: wdata.Corpus, seed: int, log: LogFn) -> dict[str, Any]:
+        threads = cfg.paper.protocol.get("threads")
+        if threads:
+            torch.set_num_threads(int(threads))
+        self._summary = fit(cfg, model, data.train, data.valid, seed, log)
+        return self._summary
+
+    def evaluate(self, cfg: DictConfig, model: GPT, data: wdata.Corpus) -> dict[str, float]:
+        L = cfg.paper.protocol.seq_len
+        limit = cfg.paper.protocol.smoke_eval_tokens if cfg.scale.name == "smoke" else None
+        return {"valid_ppl": perplexity(model, data.valid, L, max_tokens=limit),
+                "test_ppl": perplexity(model, data.test, L, max_tokens=limit),
+                "train_tokens_per_s": self._summary["train_tokens_per_s"],
+                "mean_active_experts": self._summary["mean_active_experts"]}
+
+
+REPLICATION = EvoMoEReplication()

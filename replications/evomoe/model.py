@@ -1,0 +1,71 @@
+"""A small GPT-style decoder (pre-LN, causal attention) whose feed-forward blocks are dense or MoE.
+
+Output: an adaptive softmax over the full 33,278-word vocabulary (exact normalised probabilities, so the
+perplexity is the standard full-vocabulary one) -- our choice: a full 33k softmax would take ~90% of the
+FLOPs of a model this small on CPU.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from replications.moe import MoELayer, make_gate
+
+
+class DenseFFN(nn.Module):
+    def __init__(self, d: int, h: int):
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(d, h), nn.Linear(h, d)
+
+    def forward(self, x: Tensor, token_ids: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        return self.fc2(F.gelu(self.fc1(x))), x.new_zeros(())
+
+
+class Block(nn.Module):
+    def __init__(self, d: int, heads: int, ffn: nn.Module, dropout: float):
+        super().__init__()
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.qkv, self.out = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.heads, self.ffn, self.drop = heads, ffn, nn.Dropout(dropout)
+
+    def forward(self, x: Tensor, ids: Tensor) -> tuple[Tensor, Tensor]:
+        B, L, D = x.shape
+        q, k, v = self.qkv(self.ln1(x)).view(B, L, 3, self.heads, D // self.heads).permute(2, 0, 3, 1, 4)
+        a = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(B, L, D)
+        x = x + self.drop(self.out(a))
+        y, aux = self.ffn(self.ln2(x), ids)
+        return x + self.drop(y), aux
+
+
+class GPT(nn.Module):
+    def __init__(self, vocab: int, d: int, heads: int, layers: int, seq_len: int, ffn_hidden: int,
+                 gate: str | None, num_experts: int, gate_options: dict, cutoffs: list[int],
+                 div_value: float, dropout: float):
+        super().__init__()
+        self.embed, self.pos = nn.Embedding(vocab, d), nn.Embedding(seq_len, d)
+        blocks = []
+        for _ in range(layers):
+            if gate is None:
+                ffn: nn.Module = DenseFFN(d, ffn_hidden)
+            else:
+                ffn = MoELayer(d, ffn_hidden, make_gate(gate, d, num_experts, **gate_options))
+            blocks.append(Block(d, heads, ffn, dropout))
+        self.blocks = nn.ModuleList(blocks)
+        self.ln = nn.LayerNorm(d)
+        self.head = nn.AdaptiveLogSoftmaxWithLoss(d, vocab, cutoffs=cutoffs, div_value=div_value)
+        self.drop = nn.Dropout(dropout)
+
+    def moe_layers(self) -> list[MoELayer]:
+        return [b.ffn for b in self.blocks if isinstance(b.ffn, MoELayer)]
+
+    def forward(self, ids: Tensor, targets: Tensor) -> tuple[Tensor, Tensor]:
+        """Mean next-token NLL (nats) over ids [B, L] -> targets [B, L], and the summed aux loss."""
+        x = self.drop(self.embed(ids) + self.pos(torch.arange(ids.shape[1])))
+        aux = x.new_zeros(())
+        for block in self.blocks:
+            x, a = block(x, ids)
+            aux = aux + a
+        nll = self.head(self.ln(x).reshape(-1, x.shape[-1]), targets.reshape(-1)).loss
+        return nll, aux

@@ -1,0 +1,126 @@
+"""Training protocol shared by every model of the comparison: same data order, steps and optimiser.
+
+Batches: the train stream cut into `batch_size` contiguous streams, read `seq_len` tokens at a time
+(word_language_model's batchify); the stream order is the same for every model and seed, only the
+initialisation and Gumbel noise differ by seed. Optimiser: Adam(0.9, 0.98), eps 1e-8, weight decay 0.1,
+clip-norm 5.0 (official EvoMoE README command); linear warm-up then linear ("polynomial_decay", power 1)
+decay to 0 (fairseq's default power).
+EvoMoE: `diversify_steps` with one dense expert (DTS gate in mode "single"), then every expert is a copy
+of it plus multiplicative noise (our choice; the paper's procedure is unknown), then the DTS gate with the
+temperature schedule; after `hard_after` steps of that, the hard (top-1) Gumbel gate.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+import torch
+from omegaconf import DictConfig
+from torch import Tensor
+
+from replications.evomoe.model import GPT
+from replications.moe.gates import DTSGate
+from replications.moe.schedule import temperature
+
+
+def batchify(stream: Tensor, batch_size: int) -> Tensor:
+    n = stream.numel() // batch_size
+    return stream[: n * batch_size].view(batch_size, n)
+
+
+@torch.no_grad()
+def perplexity(model: GPT, stream: Tensor, seq_len: int, batch: int = 32, max_tokens: int | None = None) -> float:
+    """exp(mean NLL) over consecutive, non-overlapping windows of seq_len+1 tokens (no carried context)."""
+    model.eval()
+    s = stream if max_tokens is None else stream[: max_tokens + 1]
+    n_win = (s.numel() - 1) // seq_len
+    x = s[: n_win * seq_len].view(n_win, seq_len)
+    y = s[1: n_win * seq_len + 1].view(n_win, seq_len)
+    total = 0.0
+    for i in range(0, n_win, batch):
+        nll, _ = model(x[i:i + batch], y[i:i + batch])
+        total += float(nll) * x[i:i + batch].numel()
+    model.train()
+    return math.exp(total / x.numel())
+
+
+def lr_at(step: int, total: int, warmup: int, peak: float) -> float:
+    if step < warmup:
+        return peak * (step + 1) / warmup
+    return peak * max(0.0, (total - step) / max(1, total - warmup))
+
+
+def diversify(model: GPT, optimizer: torch.optim.Optimizer, noise: float, gen: torch.Generator) -> None:
+    """Expert 0 (trained alone) -> all experts: copies times (1 + noise * N(0,1)); Adam state copied too."""
+    with torch.no_grad():
+        for layer in model.moe_layers():
+            for p in (layer.w1, layer.b1, layer.w2, layer.b2):
+                p[1:] = p[:1] * (1 + noise * torch.randn(p[1:].shape, generator=gen))
+                for v in optimizer.state.get(p, {}).values():
+                    if torch.is_tensor(v) and v.shape == p.shape:
+                        v[1:] = v[:1]
+
+
+def dts_gates(model: GPT) -> list[DTSGate]:
+    return [m.gate for m in model.moe_layers() if isinstance(m.gate, DTSGate)]
+
+
+def fit(cfg: DictConfig, model: GPT, train: Tensor, valid: Tensor, seed: int, log) -> dict[str, Any]:
+    p, m = cfg.paper.protocol, cfg.model
+    steps = int(cfg.scale.max_epochs or p.steps)  # scale=smoke: max_epochs caps the optimiser steps
+    data = batchify(train, p.batch_size)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=p.lr, betas=(0.9, 0.98), eps=1e-8,
+                                  weight_decay=p.weight_decay)
+    evo = m.get("evomoe")
+    if evo:
+        diversify_steps = round(evo.diversify_frac * steps)
+        decay_steps, hard_after = max(1, round(evo.decay_frac * steps)), round(evo.hard_after_frac * steps)
+    gates = dts_gates(model)
+    gen = torch.Generator().manual_seed(seed)
+    for g in gates:
+        g.generator = gen
+        g.mode = "single" if evo and diversify_steps > 0 else "soft"
+    curve: list[dict[str, float]] = []
+    tokens, train_seconds, expert_tokens = 0, 0.0, 0
+    eval_every = max(1, steps // p.curve_points)
+    pos = 0
+    for step in range(steps):
+        t0 = time.perf_counter()
+        if evo:
+            sparse_step = step - diversify_steps
+            if sparse_step == 0 and diversify_steps > 0:
+                diversify(model, optimizer, evo.noise, gen)
+            for g in gates:
+                if sparse_step >= 0:
+                    g.mode = "hard" if sparse_step >= hard_after else "soft"
+                    g.temperature = temperature(sparse_step, evo.schedule, evo.t_max, evo.t_min, decay_steps)
+        if pos + p.seq_len + 1 > data.shape[1]:
+            pos = 0
+        x, y = data[:, pos:pos + p.seq_len], data[:, pos + 1:pos + p.seq_len + 1]
+        pos += p.seq_len
+        for group in optimizer.param_groups:
+            group["lr"] = lr_at(step, steps, p.warmup_steps, p.lr)
+        nll, aux = model(x, y)
+        loss = nll + m.aux_weight * aux
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), p.clip_norm)
+        optimizer.step()
+        train_seconds += time.perf_counter() - t0
+        tokens += x.numel()
+        layers = model.moe_layers()
+        active = sum(layer.last_stats["active_experts"] for layer in layers) / len(layers) if layers else 1.0
+        expert_tokens += x.numel() * active
+        if step % eval_every == 0 or step == steps - 1:
+            point = {"step": step + 1, "train_nll": float(nll.detach()), "aux": float(aux.detach()), "active_experts": active,
+                     "valid_ppl_subset": perplexity(model, valid, p.seq_len, max_tokens=p.curve_valid_tokens),
+                     "temperature": gates[0].temperature if gates and evo and step >= diversify_steps else None}
+            if layers:
+                point["dropped_fraction"] = sum(la.last_stats["dropped_fraction"] for la in layers) / len(layers)
+            curve.append(point)
+            log({k: v for k, v in point.items() if v is not None and k != "step"}, step + 1)
+    return {"steps": steps, "train_tokens": tokens, "train_seconds": round(train_seconds, 2),
+            "train_tokens_per_s": tokens / train_seconds,
+            "mean_active_experts": expert_tokens / tokens, "curve": curve}

@@ -1,0 +1,299 @@
+"""Every gate of the MoE papers, each with its balance loss and capacity rule (fact sheets in ../shared/papers).
+
+A gate maps tokens x [T, d] (and, for Hash, token ids) to a Routing. Sources, as the fact sheets record them:
+- top-k (Switch k=1, GShard k=2), k-top-1 (M6), SAM, BASE, Hash: HetuMoE `hetu/v1/python/hetu/layers/*Gate.py`
+  (BASE's train/eval split and alpha mixing also fairseq `base_layer.py`);
+- DTS (EvoMoE): `codecaution/EvoMoE fairseq/modules/moe/topkgate.py`;
+- topology-aware (TA-MoE): `Chen-Chang/TA-MoE .../moe/gate/gshard_gate.py`.
+`group` is the expert-parallel process group (None: single process); the MoELayer sets it.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from replications.moe.auction import balanced_assignment
+from replications.moe.dist import all_gather_cat, world
+from replications.moe.routing import (
+    Routing,
+    apply_capacity,
+    balance_loss,
+    global_sum,
+    global_tokens,
+    topk_capacity,
+)
+
+
+def _stats(keep: Tensor, selected: Tensor) -> dict[str, float]:
+    tokens = max(keep.shape[0], 1)
+    return {"active_experts": float(selected.sum()) / tokens,
+            "dropped_fraction": float((selected & ~keep).sum()) / max(float(selected.sum()), 1.0)}
+
+
+class Gate(nn.Module):
+    def __init__(self, num_experts: int):
+        super().__init__()
+        if num_experts < 1:
+            raise ValueError(f"num_experts must be >= 1, got {num_experts}")
+        self.num_experts = num_experts
+        self.group = None
+        self.capacity_scope = "global"
+
+
+class TopKGate(Gate):
+    """softmax(xW + b), top-k; k=1 Switch, k=2 GShard. For k > 1 the chosen probabilities are
+    renormalised to sum to 1 (GShard; fairseq top2gating). Capacity k * ceil(T/E * factor)."""
+
+    def __init__(self, d_model: int, num_experts: int, k: int = 1, capacity_factor: float | None = 1.0,
+                 eval_capacity_factor: float | None = None, normalize: bool | None = None):
+        super().__init__(num_experts)
+        if not 1 <= k <= num_experts:
+            raise ValueError(f"top-k gate needs 1 <= k <= E, got k={k}, E={num_experts}")
+        self.k, self.capacity_factor, self.eval_capacity_factor = k, capacity_factor, eval_capacity_factor
+        self.normalize = k > 1 if normalize is None else normalize
+        self.proj = nn.Linear(d_model, num_experts)
+
+    def forward(self, x: Tensor, token_ids: Tensor | None = None) -> Routing:
+        probs = F.softmax(self.proj(x), dim=-1)
+        top = probs.topk(self.k, dim=-1)
+        weight = top.values / top.values.sum(-1, keepdim=True) if self.normalize else top.values
+        selected = torch.ones_like(top.indices, dtype=torch.bool)
+        factor = self.capacity_factor if self.training else self.eval_capacity_factor
+        cap = topk_capacity(self.k, global_tokens(x.shape[0], self.group), self.num_experts, factor)
+        keep = apply_capacity(top.indices, selected, self.num_experts, cap, self.group, self.capacity_scope)
+        aux = balance_loss(probs, top.indices, selected, self.num_experts, self.group)
+        return Routing(top.indices, weight, keep, aux, stats=_stats(keep, selected))
+
+
+class KTop1Gate(Gate):
+    """M6 expert prototyping: E experts in k prototypes of E/k; softmax and top-1 inside each prototype
+    independently; loss = sum of the k prototypes' balance losses (each with E/k experts)."""
+
+    def __init__(self, d_model: int, num_experts: int, k: int = 2, capacity_factor: float | None = 1.0,
+                 eval_capacity_factor: float | None = None):
+        super().__init__(num_experts)
+        if k < 1 or num_experts % k:
+            raise ValueError(f"k-top-1 needs E ({num_experts}) divisible by k ({k})")
+        self.k, self.capacity_factor, self.eval_capacity_factor = k, capacity_factor, eval_capacity_factor
+        self.proj = nn.Linear(d_model, num_experts)
+
+    def forward(self, x: Tensor, token_ids: Tensor | None = None) -> Routing:
+        T, per = x.shape[0], self.num_experts // self.k
+        probs = F.softmax(self.proj(x).view(T, self.k, per), dim=-1)  # [T, k, E/k]
+        top = probs.max(dim=-1)
+        expert = top.indices + torch.arange(self.k) * per  # global expert id of each prototype's choice
+        selected = torch.ones_like(expert, dtype=torch.bool)
+        factor = self.capacity_factor if self.training else self.eval_capacity_factor
+        cap = topk_capacity(1, global_tokens(T, self.group), per, factor)
+        keep = apply_capacity(expert, selected, self.num_experts, cap, self.group, self.capacity_scope)
+        aux = sum(balance_loss(probs[:, p], top.indices[:, p:p + 1], selected[:, p:p + 1], per, self.group)
+                  for p in range(self.k))
+        return Routing(expert, top.values, keep, aux, stats=_stats(keep, selected))
+
+
+class SAMGate(Gate):
+    """Switch-and-Mixture: experts in groups of `group_size` (one node's experts); switch to the group
+    with the largest summed probability, then mix the top-k experts inside it. Loss = balance loss +
+    alignment loss sum_{j outside the group} max(0, p_j - p_(k-th selected)), averaged over tokens."""
+
+    def __init__(self, d_model: int, num_experts: int, group_size: int, k: int = 1,
+                 capacity_factor: float | None = 1.0, eval_capacity_factor: float | None = None):
+        super().__init__(num_experts)
+        if group_size < 1 or num_experts % group_size or not 1 <= k <= group_size:
+            raise ValueError(f"SAM needs E ({num_experts}) divisible by group_size ({group_size}), 1 <= k <= it")
+        self.group_size, self.k = group_size, k
+        self.capacity_factor, self.eval_capacity_factor = capacity_factor, eval_capacity_factor
+        self.proj = nn.Linear(d_model, num_experts)
+
+    def forward(self, x: Tensor, token_ids: Tensor | None = None) -> Routing:
+        T, G = x.shape[0], self.group_size
+        probs = F.softmax(self.proj(x), dim=-1)
+        grouped = probs.view(T, -1, G)
+        chosen = grouped.sum(-1).argmax(-1)  # [T]
+        inside = grouped[torch.arange(T), chosen]  # [T, G]
+        top = inside.topk(self.k, dim=-1)
+        expert = top.indices + (chosen * G).unsqueeze(1)
+        selected = torch.ones_like(expert, dtype=torch.bool)
+        factor = self.capacity_factor if self.training else self.eval_capacity_factor
+        cap = topk_capacity(self.k, global_tokens(T, self.group), self.num_experts, factor)
+        keep = apply_capacity(expert, selected, self.num_experts, cap, self.group, self.capacity_scope)
+        outside = torch.ones_like(probs, dtype=torch.bool).view(T, -1, G)
+        outside[torch.arange(T), chosen] = False
+        kth = top.values[:, -1:]
+        align = (F.relu(probs - kth) * outside.view(T, -1)).sum(-1)
+        n = global_tokens(T, self.group)
+        aux = balance_loss(probs, expert, selected, self.num_experts, self.group) + global_sum(align.sum(), self.group) / n
+        return Routing(expert, top.values, keep, aux, stats=_stats(keep, selected))
+
+
+class BaseGate(Gate):
+    """BASE layer: fixed orthogonal centroids (gain 0.1); scores x.c; training assigns every expert exactly
+    T/E tokens of the global batch (auction); evaluation is greedy argmax (fairseq base_layer.py). Output
+    alpha * f(x) + (1 - alpha) * x with alpha = sigmoid(x . c_assigned). No balance loss, nothing dropped."""
+
+    def __init__(self, d_model: int, num_experts: int):
+        super().__init__(num_experts)
+        centroids = torch.empty(num_experts, d_model)
+        nn.init.orthogonal_(centroids, gain=0.1)
+        self.register_buffer("centroids", centroids)
+
+    def forward(self, x: Tensor, token_ids: Tensor | None = None) -> Routing:
+        scores = x @ self.centroids.t()  # [T, E]
+        if self.training:
+            rank, W = world(self.group)
+            all_scores = all_gather_cat(scores.detach(), self.group)  # identical auction on every rank
+            expert = balanced_assignment(all_scores)[rank * x.shape[0]:(rank + 1) * x.shape[0]]
+        else:
+            expert = scores.argmax(-1)
+        alpha = torch.sigmoid(scores.gather(1, expert.unsqueeze(1)))  # [T, 1]
+        keep = torch.ones_like(alpha, dtype=torch.bool)
+        return Routing(expert.unsqueeze(1), alpha, keep, x.new_zeros(()), residual=1 - alpha.squeeze(1),
+                       stats=_stats(keep, keep))
+
+
+class HashGate(Gate):
+    """Hash layer: a fixed random token-id -> expert table (balanced over the vocabulary, seeded);
+    weight 1, no balance loss, nothing dropped."""
+
+    def __init__(self, num_experts: int, vocab_size: int, seed: int = 0):
+        super().__init__(num_experts)
+        g = torch.Generator().manual_seed(seed)
+        self.register_buffer("table", torch.randperm(vocab_size, generator=g) % num_experts)
+
+    def forward(self, x: Tensor, token_ids: Tensor | None = None) -> Routing:
+        if token_ids is None:
+            raise ValueError("the hash gate routes by token id: pass token_ids to the MoE layer")
+        expert = self.table[token_ids.reshape(-1)].unsqueeze(1)
+        keep = torch.ones_like(expert, dtype=torch.bool)
+        return Routing(expert, x.new_ones(expert.shape), keep, x.new_zeros(()), stats=_stats(keep, keep))
+
+
+class DTSGate(Gate):
+    """EvoMoE's dense-to-sparse gate (topkgate.py). Logits z = W x (no bias); temperature tau is set by the
+    trainer every step (schedule.temperature). Modes:
+      single: every token to expert 0 with weight 1 (the expert-diversify phase's one dense expert);
+      dense:  tau <= 0 in the code: softmax-weighted mixture of all experts, zero aux loss;
+      soft:   g = GumbelSoftmax(z, tau); experts with g_e > threshold (0.001) are selected (dynamic k),
+              weights softmax(z)_e (use_gumbel_gates=False) or g_e; nothing dropped;
+      hard:   top-1 of the Gumbel-softmax sample (switch_to_hard_gumbel_softmax).
+    Loss (soft/hard): E^2 * mean_e(m_e * c_e), m_e = mean combine weight, c_e = fraction of tokens
+    selecting e. Evaluation (soft/hard): top-1 of z, weight softmax(z), no dropping."""
+
+    def __init__(self, d_model: int, num_experts: int, threshold: float = 0.001, use_gumbel_gates: bool = False):
+        super().__init__(num_experts)
+        self.threshold, self.use_gumbel_gates = threshold, use_gumbel_gates
+        self.proj = nn.Linear(d_model, num_experts, bias=False)
+        self.mode, self.temperature = "soft", 1.0
+        self.generator: torch.Generator | None = None  # set for reproducible Gumbel noise in tests
+
+    def gumbel_softmax(self, z: Tensor) -> Tensor:
+        u = torch.rand(z.shape, generator=self.generator, dtype=z.dtype).clamp_(1e-10, 1 - 1e-10)
+        return F.softmax((z - torch.log(-torch.log(u))) / self.temperature, dim=-1)
+
+    def forward(self, x: Tensor, token_ids: Tensor | None = None) -> Routing:
+        T, E = x.shape[0], self.num_experts
+        z = self.proj(x)
+        probs = F.softmax(z, dim=-1)
+        all_experts = torch.arange(E).expand(T, E)
+        if self.mode == "single":
+            one = torch.zeros(T, 1, dtype=torch.long)
+            keep = torch.ones(T, 1, dtype=torch.bool)
+            return Routing(one, x.new_ones(T, 1), keep, z.new_zeros(()), stats=_stats(keep, keep))
+        if self.mode == "dense" or self.temperature <= 0:
+            keep = torch.ones(T, E, dtype=torch.bool)
+            return Routing(all_experts, probs, keep, z.new_zeros(()), stats=_stats(keep, keep))
+        if self.mode not in ("soft", "hard"):
+            raise ValueError(f"unknown DTS mode '{self.mode}'; valid: single, dense, soft, hard")
+        if not self.training:
+            top = probs.max(-1)
+            keep = torch.ones(T, 1, dtype=torch.bool)
+            return Routing(top.indices.unsqueeze(1), top.values.unsqueeze(1), keep, z.new_zeros(()),
+                           stats=_stats(keep, keep))
+        g = self.gumbel_softmax(z)
+        source = g if self.use_gumbel_gates else probs
+        if self.mode == "soft":
+            selected = g > self.threshold
+            expert, weight = all_experts, source * selected
+        else:
+            expert = g.argmax(-1, keepdim=True)
+            selected = torch.ones_like(expert, dtype=torch.bool)
+            weight = source.gather(1, expert)
+        n = global_tokens(T, self.group)
+        mask = torch.zeros(T, E, dtype=z.dtype).scatter_(1, expert, selected.to(z.dtype))
+        dense_w = torch.zeros(T, E, dtype=z.dtype).scatter(1, expert, weight)
+        m = global_sum(dense_w.sum(0), self.group) / n
+        c = global_sum(mask.sum(0), self.group).detach() / n
+        aux = E * E * (m * c).mean()
+        return Routing(expert, weight, selected, aux, stats=_stats(selected, selected))
+
+
+class TopologyGate(Gate):
+    """TA-MoE's GShard gate (gshard_gate.py): top-k over the logits, weights softmax over the k chosen
+    logits; c_e = (top-k selections hitting e)/S, so sum_e c_e = k; m_e = mean softmax(logits)_e;
+    loss = E_loc^2 * mean_e(c_e * s_e * m_e) with s = softmax(T[rank]) * W^2 per destination rank
+    (s = 1 without a topology). Statistics are the local rank's, as in the code. Capacity ceil(rate*S)
+    per expert, rate (1.2 train, 2.4 eval)."""
+
+    def __init__(self, d_model: int, num_experts: int, k: int = 2, topology: Tensor | None = None,
+                 capacity_rate: tuple[float, float] = (1.2, 2.4), world_size: int | None = None):
+        super().__init__(num_experts)
+        self.k, self.capacity_rate = k, capacity_rate
+        self.capacity_scope = "local"
+        self.proj = nn.Linear(d_model, num_experts)
+        self.world_size = world_size
+        self.register_buffer("topology", None if topology is None else torch.as_tensor(topology, dtype=torch.float32))
+
+    def destination_scale(self) -> Tensor:
+        rank, W = world(self.group)
+        W = self.world_size or W
+        if self.num_experts % W:
+            raise ValueError(f"E ({self.num_experts}) must be divisible by the world size ({W})")
+        if self.topology is None:
+            return torch.ones(self.num_experts)
+        if self.topology.shape != (W, W):
+            raise ValueError(f"topology must be {W}x{W}, got {tuple(self.topology.shape)}")
+        s = F.softmax(self.topology[rank], dim=0) * W * W
+        return s.repeat_interleave(self.num_experts // W)
+
+    def forward(self, x: Tensor, token_ids: Tensor | None = None) -> Routing:
+        S, E = x.shape[0], self.num_experts
+        logits = self.proj(x)
+        top = logits.topk(self.k, dim=-1)
+        weight = F.softmax(top.values, dim=-1)
+        selected = torch.ones_like(top.indices, dtype=torch.bool)
+        cap = math.ceil(self.capacity_rate[0 if self.training else 1] * S)
+        keep = apply_capacity(top.indices, selected, E, cap, self.group, "local")
+        c = torch.zeros(E).index_add_(0, top.indices.reshape(-1), torch.ones(S * self.k)) / S
+        m = F.softmax(logits, dim=-1).mean(0)
+        scale = self.destination_scale()
+        e_loc = E // (self.world_size or world(self.group)[1])
+        aux = e_loc ** 2 * (c * scale * m).mean()
+        return Routing(top.indices, weight, keep, aux, stats=_stats(keep, selected))
+
+
+GATES = ("switch", "gshard", "ktop1", "sam", "base", "hash", "dts", "topology")
+
+
+def make_gate(kind: str, d_model: int, num_experts: int, **kw) -> Gate:
+    """Build a gate by name; kw are that gate's options (see each class)."""
+    if kind == "switch":
+        return TopKGate(d_model, num_experts, k=1, **kw)
+    if kind == "gshard":
+        return TopKGate(d_model, num_experts, k=2, **kw)
+    if kind == "ktop1":
+        return KTop1Gate(d_model, num_experts, **kw)
+    if kind == "sam":
+        return SAMGate(d_model, num_experts, **kw)
+    if kind == "base":
+        return BaseGate(d_model, num_experts, **kw)
+    if kind == "hash":
+        return HashGate(num_experts, **kw)
+    if kind == "dts":
+        return DTSGate(d_model, num_experts, **kw)
+    if kind == "topology":
+        return TopologyGate(d_model, num_experts, **kw)
+    raise ValueError(f"unknown gate '{kind}'; valid: {', '.join(GATES)}")

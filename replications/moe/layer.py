@@ -1,0 +1,118 @@
+"""The expert-parallel MoE layer: gate -> sort by expert -> all-to-all -> grouped expert FFN -> back -> combine.
+
+Experts are stored stacked ([E_loc, d, h]) and run as one batched matmul over a [E_loc, C_max, d] buffer of
+tokens sorted by expert (C_max = the busiest expert's load), not a Python loop over experts.
+With a process group of W ranks, rank r owns experts r*E_loc .. (r+1)*E_loc-1 (E = W * E_loc).
+
+Gradient convention (what tests/test_moe_distributed.py pins): every rank computes the loss of its own
+tokens as a mean (plus the aux loss), calls backward, then ``sync_grads`` averages replicated parameters
+over ranks (all-reduce / W) and divides expert gradients by W (they already hold the sum over all ranks'
+tokens via the all-to-all's backward). Doing an all-reduce on expert gradients too is the classic
+doubled-gradient bug.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from replications.moe.dist import all_to_all, world
+from replications.moe.gates import Gate
+
+
+def grouped_ffn(h: Tensor, counts: Tensor, w1: Tensor, b1: Tensor, w2: Tensor, b2: Tensor) -> Tensor:
+    """Rows of h sorted by expert (counts[e] rows for expert e) through their expert's 2-layer GELU FFN."""
+    E = counts.shape[0]
+    if h.shape[0] == 0:
+        return h.new_zeros(0, w2.shape[2]) + 0 * (w1.sum() + b1.sum() + w2.sum() + b2.sum())
+    cap = int(counts.max())
+    starts = counts.cumsum(0) - counts
+    expert = torch.repeat_interleave(torch.arange(E), counts)
+    slot = expert * cap + (torch.arange(h.shape[0]) - starts[expert])
+    buf = h.new_zeros(E * cap, h.shape[1]).index_copy(0, slot, h).view(E, cap, -1)
+    z = F.gelu(torch.baddbmm(b1.unsqueeze(1), buf, w1))
+    out = torch.baddbmm(b2.unsqueeze(1), z, w2)
+    return out.reshape(E * cap, -1).index_select(0, slot)
+
+
+class MoELayer(nn.Module):
+    def __init__(self, d_model: int, d_hidden: int, gate: Gate, group=None):
+        super().__init__()
+        rank, W = world(group)
+        E = gate.num_experts
+        if E % W:
+            raise ValueError(f"{E} experts cannot be split over {W} expert-parallel ranks")
+        self.d_model, self.num_experts, self.local_experts, self.rank, self.world = d_model, E, E // W, rank, W
+        self.gate, self.group = gate, group
+        gate.group = group
+        # Initialise all E experts from the (rank-identical) RNG, keep this rank's slice: the same
+        # seed gives the same experts whatever the expert-parallel degree.
+        w1 = torch.empty(E, d_model, d_hidden)
+        w2 = torch.empty(E, d_hidden, d_model)
+        for e in range(E):  # per-expert init, once at construction
+            nn.init.kaiming_uniform_(w1[e].T, a=math.sqrt(5))
+            nn.init.kaiming_uniform_(w2[e].T, a=math.sqrt(5))
+        sl = slice(rank * self.local_experts, (rank + 1) * self.local_experts)
+        self.w1 = nn.Parameter(w1[sl].clone())
+        self.b1 = nn.Parameter(torch.zeros(self.local_experts, d_hidden))
+        self.w2 = nn.Parameter(w2[sl].clone())
+        self.b2 = nn.Parameter(torch.zeros(self.local_experts, d_model))
+        for p in (self.w1, self.b1, self.w2, self.b2):
+            p.expert = True  # sharded over ranks: never all-reduced
+        self.last_stats: dict[str, float] = {}
+
+    def forward(self, x: Tensor, token_ids: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        """x [..., d] -> (y [..., d], aux loss). token_ids [...] only for the hash gate."""
+        shape = x.shape
+        xf = x.reshape(-1, self.d_model)
+        r = self.gate(xf, token_ids)
+        tok, slot = r.keep.nonzero(as_tuple=True)
+        exp = r.expert[tok, slot]
+        order = torch.argsort(exp, stable=True)
+        tok, exp, w = tok[order], exp[order], r.weight[tok, slot][order]
+        counts = torch.bincount(exp, minlength=self.num_experts)
+        h = xf.index_select(0, tok)
+        if self.world == 1:
+            out = grouped_ffn(h, counts, self.w1, self.b1, self.w2, self.b2)
+        else:
+            out = self._expert_parallel(h, counts)
+        y = torch.zeros_like(xf).index_add(0, tok, out * w.unsqueeze(1))
+        if r.residual is not None:
+            y = y + r.residual.unsqueeze(1) * xf
+        self.last_stats = {**r.stats, "expert_load": counts.tolist()}
+        return y.view(shape), r.aux
+
+    def _expert_parallel(self, h: Tensor, counts: Tensor) -> Tensor:
+        W, L = self.world, self.local_experts
+        send_m = counts.view(W, L)  # rows we send to each rank, per its local expert
+        recv_m = torch.empty_like(send_m)
+        dist.all_to_all_single(recv_m, send_m.contiguous(), group=self.group)  # [src rank, local expert]
+        send, recv = send_m.sum(1).tolist(), recv_m.sum(1).tolist()
+        got = all_to_all(h, send, recv, self.group)  # ordered (source rank, local expert)
+        local = torch.repeat_interleave(torch.arange(L).repeat(W), recv_m.reshape(-1))
+        perm = torch.argsort(local, stable=True)  # -> (local expert, source rank)
+        out = grouped_ffn(got.index_select(0, perm), recv_m.sum(0), self.w1, self.b1, self.w2, self.b2)
+        back = torch.empty_like(out).index_copy(0, perm, out)  # undo the permutation
+        return all_to_all(back, recv, send, self.group)
+
+
+def sync_grads(model: nn.Module, group=None) -> None:
+    """Average replicated parameters' gradients over the expert-parallel ranks; scale expert gradients by 1/W."""
+    _, W = world(group)
+    if W == 1:
+        return
+    for p in model.parameters():
+        if p.grad is None:
+            continue
+        if not getattr(p, "expert", False):
+            dist.all_reduce(p.grad, group=group)
+        p.grad.div_(W)
+
+
+def expert_flops(tokens_per_expert: Tensor | list[int], d_model: int, d_hidden: int) -> int:
+    """Forward FLOPs spent in experts (2 matmuls, 2 flops per multiply-add)."""
+    return int(sum(int(c) for c in tokens_per_expert)) * 4 * d_model * d_hidden
