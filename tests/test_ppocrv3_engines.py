@@ -1,0 +1,87 @@
+"""Engines on a rendered image, and one smoke run through the harness. Each test skips cleanly when what it
+needs (Tesseract, model files already in the store, the data mirror) is absent; nothing is downloaded."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+
+from replications.ppocrv3 import models
+from replications.ppocrv3.engines import PPOCREngine, TesseractEngine
+
+DET = dict(limit_side_len=736, limit_type="min", thresh=0.3, box_thresh=0.6, unclip_ratio=1.5,
+           use_dilation=False, score_mode="fast")
+needs_tesseract = pytest.mark.skipif(shutil.which("tesseract") is None,
+                                     reason="tesseract is not installed (apt-get install tesseract-ocr tesseract-ocr-eng)")
+
+
+def rendered() -> tuple[np.ndarray, list[tuple[str, tuple[int, int, int, int]]]]:
+    """White page with two printed words; returns the image and (word, x0, y0, x1, y1) boxes."""
+    img = np.full((200, 640, 3), 255, np.uint8)
+    words = []
+    x = 40
+    for word in ("HELLO", "WORLD"):
+        (w, h), base = cv2.getTextSize(word, cv2.FONT_HERSHEY_SIMPLEX, 2.0, 4)
+        cv2.putText(img, word, (x, 120), cv2.FONT_HERSHEY_SIMPLEX, 2.0, (0, 0, 0), 4)
+        words.append((word, (x, 120 - h, x + w, 120 + base)))
+        x += w + 60
+    return img, words
+
+
+def found(out, word: str) -> bool:
+    return any(t.upper().strip(".,") == word for t in out.words.texts)
+
+
+@needs_tesseract
+def test_tesseract_reads_printed_words():
+    img, words = rendered()
+    out = TesseractEngine(psm=3, lang="eng", threads=1)(img)
+    assert all(found(out, w) for w, _ in words), out.words.texts
+    assert out.seconds["pipeline"] > 0
+
+
+def test_tesseract_missing_gives_clear_error(monkeypatch):
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    with pytest.raises(RuntimeError, match="apt-get install"):
+        TesseractEngine(psm=3, lang="eng", threads=1)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", ["v2", "v3", "v4"])
+def test_ppocr_reads_printed_words(version):
+    if not models.available(version):
+        pytest.skip(f"PP-OCR {version} model files are not in the store (run the replication once to fetch them)")
+    img, words = rendered()
+    out = PPOCREngine(version, DET, 0.5, True, 1)(img)
+    assert all(found(out, w) for w, _ in words), out.words.texts
+    assert {"det", "cls", "rec", "pipeline"} <= out.seconds.keys()
+
+
+MIRROR = os.environ.get("REPLICATIONS_MIRROR")
+
+
+@pytest.mark.slow
+@needs_tesseract
+@pytest.mark.skipif(not MIRROR or not (Path(MIRROR) / "FUNSD").is_dir(), reason="REPLICATIONS_MIRROR/FUNSD is absent")
+def test_smoke_run_through_the_harness(tmp_path, monkeypatch):
+    from hydra import compose, initialize_config_dir
+
+    import replications
+    from shared.runner import PROJECT_ROOT, run
+
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("WANDB_MODE", "disabled")
+    with initialize_config_dir(config_dir=str(PROJECT_ROOT / "conf"), version_base="1.3"):
+        cfg = compose("config", overrides=["paper=ppocrv3", "dataset=funsd", "model=ppocrv3_tesseract", "scale=smoke",
+                                           "tracker=none", f"results_dir={tmp_path}"])
+    record = run(cfg, replications.get("ppocrv3"))
+    metrics = record["runs"][0]["metrics"]
+    assert record["runs"][0]["train"]["trained"] is False
+    assert 0 < metrics["test_det_hmean"] <= 100 and metrics["latency_ms_median"] > 0
+    assert (tmp_path / "ppocrv3" / "funsd" / "tesseract.json").exists()
+    assert (tmp_path / "ppocrv3" / "README.md").exists()
