@@ -1,0 +1,196 @@
+"""Each gate's semantics on hand-made inputs: choice, weights, capacity/dropping, balance loss."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from scipy.optimize import linear_sum_assignment
+
+from replications.moe.auction import balanced_assignment
+from replications.moe.gates import DTSGate, make_gate
+from replications.moe.routing import balance_loss
+from replications.moe.schedule import temperature
+
+
+def gate_for(kind: str, logits: torch.Tensor, **kw):
+    T, E = logits.shape
+    gate = make_gate(kind, T, E, **kw)
+    with torch.no_grad():
+        gate.proj.weight.copy_(logits.t())
+        if gate.proj.bias is not None:
+            gate.proj.bias.zero_()
+    return gate, torch.eye(T)
+
+
+def test_switch_top1_weight_and_capacity_drop_in_token_order():
+    logits = torch.tensor([[2.0, 0.0]] * 6 + [[0.0, 1.0]] * 2)  # 6 tokens want expert 0
+    gate, x = gate_for("switch", logits, capacity_factor=1.0)  # capacity ceil(8/2 * 1) = 4
+    r = gate(x)
+    assert r.expert.squeeze(1).tolist() == [0] * 6 + [1] * 2
+    assert r.keep.squeeze(1).tolist() == [True] * 4 + [False] * 2 + [True] * 2  # first come, first served
+    torch.testing.assert_close(r.weight[0, 0], torch.softmax(torch.tensor([2.0, 0.0]), 0)[0])
+    p = torch.softmax(logits, 1)
+    m, c = p.mean(0), torch.tensor([6 / 8, 2 / 8])
+    torch.testing.assert_close(r.aux, 2 * (m * c).sum())  # E * sum_e m_e c_e, counted before dropping
+    assert r.stats["dropped_fraction"] == pytest.approx(2 / 8)
+
+
+def test_gshard_top2_second_choices_queue_after_all_first_choices():
+    logits = torch.tensor([[3.0, 1.0], [3.0, 1.0], [1.0, 3.0], [1.0, 3.0]])
+    gate, x = gate_for("gshard", logits, capacity_factor=0.5)  # capacity 2 * ceil(4/2 * 0.5) = 2
+    r = gate(x)
+    assert r.expert.tolist() == [[0, 1], [0, 1], [1, 0], [1, 0]]
+    # The 2 first choices of each expert fill it; every second choice is dropped.
+    assert r.keep.tolist() == [[True, False]] * 4
+    torch.testing.assert_close(r.weight.sum(1), torch.ones(4))  # top-2 weights renormalised
+    p = torch.softmax(logits, 1)
+    torch.testing.assert_close(r.aux, 2 * (p.mean(0) * torch.tensor([1.0, 1.0])).sum())  # c_e counts both slots
+    gate.capacity_factor = None
+    assert gate(x).keep.all()
+
+
+def test_ktop1_one_expert_per_prototype_and_summed_losses():
+    logits = torch.tensor([[2.0, 0.0, 0.0, 1.0], [0.0, 2.0, 3.0, 0.0]])
+    gate, x = gate_for("ktop1", logits, k=2, capacity_factor=None)
+    r = gate(x)
+    assert r.expert.tolist() == [[0, 3], [1, 2]]
+    torch.testing.assert_close(r.weight[0], torch.stack([torch.softmax(torch.tensor([2.0, 0.0]), 0)[0],
+                                                         torch.softmax(torch.tensor([0.0, 1.0]), 0)[1]]))
+    p1, p2 = torch.softmax(logits[:, :2], 1), torch.softmax(logits[:, 2:], 1)
+    want = 2 * (p1.mean(0) * torch.tensor([0.5, 0.5])).sum() + 2 * (p2.mean(0) * torch.tensor([0.5, 0.5])).sum()
+    torch.testing.assert_close(r.aux, want)
+
+
+def test_sam_switches_to_the_heaviest_group_and_pays_the_alignment_loss():
+    probs = torch.tensor([[0.40, 0.02, 0.30, 0.28]])  # group {0,1}: 0.42, group {2,3}: 0.58
+    gate, x = gate_for("sam", probs.log(), group_size=2, k=1, capacity_factor=None)
+    r = gate(x)
+    assert r.expert.tolist() == [[2]]  # not the global argmax (expert 0)
+    torch.testing.assert_close(r.weight, torch.tensor([[0.30]]))
+    balance = balance_loss(probs, r.expert, torch.ones(1, 1, dtype=torch.bool), 4)
+    torch.testing.assert_close(r.aux, balance + torch.tensor(0.40 - 0.30))  # only expert 0 outranks the pick
+
+
+def test_base_assignment_is_exactly_balanced_and_near_optimal():
+    g = torch.Generator().manual_seed(3)
+    scores = torch.randn(64, 4, generator=g)
+    owner = balanced_assignment(scores)
+    assert torch.bincount(owner, minlength=4).tolist() == [16] * 4
+    cost = np.repeat(scores.numpy(), 16, axis=1)  # each expert as 16 identical slots
+    rows, cols = linear_sum_assignment(cost, maximize=True)
+    best = cost[rows, cols].sum()
+    eps = max(float(scores.max() - scores.min()) / 50, 1e-4)
+    got = float(scores[torch.arange(64), owner].sum())
+    assert best - 64 * eps <= got <= best + 1e-6
+    with pytest.raises(ValueError, match="divisible"):
+        balanced_assignment(torch.randn(10, 4))
+
+
+def test_base_gate_alpha_mixing_and_greedy_eval():
+    gate = make_gate("base", 8, 2)
+    x = torch.randn(16, 8)
+    r = gate(x)
+    assert torch.bincount(r.expert.squeeze(1), minlength=2).tolist() == [8, 8]
+    alpha = torch.sigmoid((x * gate.centroids[r.expert.squeeze(1)]).sum(1))
+    torch.testing.assert_close(r.weight.squeeze(1), alpha)
+    torch.testing.assert_close(r.residual, 1 - alpha)
+    gate.eval()
+    assert gate(x).expert.squeeze(1).tolist() == (x @ gate.centroids.t()).argmax(1).tolist()
+
+
+def test_hash_gate_is_a_fixed_balanced_table():
+    gate = make_gate("hash", 4, 4, vocab_size=103, seed=5)
+    assert sorted(torch.bincount(gate.table, minlength=4).tolist()) == [25, 26, 26, 26]
+    ids = torch.tensor([7, 7, 99, 7])
+    r = gate(torch.randn(4, 4), ids)
+    assert r.expert[0] == r.expert[1] == r.expert[3] == gate.table[7]
+    assert float(r.aux) == 0 and r.weight.eq(1).all()
+    with pytest.raises(ValueError, match="token_ids"):
+        gate(torch.randn(4, 4))
+
+
+def expected_active(tau: float, E: int = 8, T: int = 4000) -> float:
+    gate = DTSGate(4, E)
+    with torch.no_grad():
+        gate.proj.weight.normal_(0, 0.5, generator=torch.Generator().manual_seed(0))
+    gate.generator = torch.Generator().manual_seed(1)
+    gate.temperature = tau
+    x = torch.randn(T, 4, generator=torch.Generator().manual_seed(2))
+    return float(gate(x).keep.sum()) / T
+
+
+def test_dts_active_experts_go_from_all_to_one_as_temperature_falls():
+    taus = [8.0, 2.0, 1.0, 0.5, 0.2, 0.1, 0.03, 0.003]
+    active = [expected_active(t) for t in taus]
+    assert active[0] > 7.9 and active[-1] < 1.05
+    assert all(a >= b for a, b in zip(active, active[1:]))
+
+
+def test_dts_threshold_weights_hard_eval_and_loss():
+    gate = DTSGate(3, 3)
+    x = torch.randn(5, 3)
+    gate.temperature = 1e6  # g ~ uniform 1/3 > 0.001: every expert selected
+    r = gate(x)
+    assert r.keep.all()
+    probs = torch.softmax(gate.proj(x), 1)
+    torch.testing.assert_close(r.weight, probs)  # use_gumbel_gates=False: softmax(z) on the selected
+    torch.testing.assert_close(r.aux, 9 * (probs.mean(0) * 1.0).mean())  # E^2 mean(m c), c_e = 1
+    gate.threshold = 1.0  # nothing passes g > 1
+    assert not gate(x).keep.any()
+    gate.threshold, gate.mode = 0.001, "hard"
+    assert gate(x).expert.shape == (5, 1)
+    gate.temperature = 0.0  # tau <= 0: dense softmax mixture, no aux
+    gate.mode = "soft"
+    r = gate(x)
+    assert r.keep.all() and float(r.aux) == 0
+    gate.temperature, gate.mode = 1.0, "soft"
+    gate.eval()
+    r = gate(x)
+    assert r.expert.squeeze(1).tolist() == probs.argmax(1).tolist()
+    gate.train()
+    gate.mode = "single"
+    assert gate(x).expert.eq(0).all()
+
+
+def test_temperature_schedules():
+    assert temperature(0, "exponential", 2.0, 0.5, 100) == pytest.approx(2.0)
+    assert temperature(50, "exponential", 2.0, 0.5, 100) == pytest.approx(1.0)  # geometric midpoint
+    assert temperature(100, "exponential", 2.0, 0.5, 100) == pytest.approx(0.5)
+    assert temperature(500, "exponential", 2.0, 0.5, 100) == pytest.approx(0.5)
+    assert temperature(50, "linear", 2.0, 0.5, 100) == pytest.approx(1.25)
+    assert temperature(1000, "linear", 2.0, 0.5, 100) == pytest.approx(0.5)
+    with pytest.raises(ValueError, match="schedule"):
+        temperature(0, "cosine", 2.0, 0.5, 100)
+    with pytest.raises(ValueError):
+        temperature(0, "linear", 0.1, 0.5, 100)
+
+
+def test_topology_loss_weights_each_destination_rank():
+    logits = torch.tensor([[3.0, 2.0, 0.0, 0.0], [0.0, 0.0, 3.0, 2.0], [3.0, 0.0, 2.0, 0.0]])
+    topo = torch.tensor([[0.0, 1.0], [1.0, 0.0]])  # rank 0 -> rank 1 is the costly link
+    gate, x = gate_for("topology", logits, k=2, topology=topo, world_size=2)
+    r = gate(x)
+    c = torch.tensor([2.0, 1.0, 2.0, 1.0]) / 3  # every top-2 selection counted: sum c = k
+    assert float(c.sum()) == pytest.approx(2)
+    m = torch.softmax(logits, 1).mean(0)
+    s = torch.softmax(topo[0], 0) * 4
+    want = 2 ** 2 * (c * s.repeat_interleave(2) * m).mean()  # E_loc^2 * mean_e(c_e s_e m_e)
+    torch.testing.assert_close(r.aux, want)
+    plain, _ = gate_for("topology", logits, k=2, world_size=2)
+    torch.testing.assert_close(plain(x).aux, 4 * (c * m).mean())
+    torch.testing.assert_close(r.weight, torch.softmax(logits.topk(2).values, 1))
+    assert math.ceil(1.2 * 3) == 4 and r.keep.all()  # capacity ceil(1.2 S) never binds here
+    with pytest.raises(ValueError, match="2x2"):
+        gate_for("topology", logits, topology=torch.zeros(3, 3), world_size=2)[0](x)
+
+
+def test_unknown_gate_and_bad_shapes_are_refused():
+    with pytest.raises(ValueError, match="valid"):
+        make_gate("expert-choice", 4, 4)
+    with pytest.raises(ValueError, match="divisible"):
+        make_gate("ktop1", 4, 6, k=4)
+    with pytest.raises(ValueError, match="group_size"):
+        make_gate("sam", 4, 6, group_size=4)
