@@ -1,0 +1,108 @@
+"""Base-model training: negative sampling with self-adversarial weighting (RotatE repo recipe).
+
+Loss (RotatE repo ``model.py: train_step``), per positive (h, r, t) and K negatives:
+    -(w * log sigmoid(s_pos) + w * sum_k softmax(adv * s_neg)_k log sigmoid(-s_neg_k)) / 2
+with w the subsampling weight 1 / sqrt(4 + #(h, r) + #(t, r^-1)), corrupting heads and tails in
+alternate batches, Adam, learning rate divided by 10 at half the steps, and the repo's L3
+regulariser for DistMult/ComplEx. One change for the CPU: the K negatives of a batch are shared by
+all its positives (DGL-KE / Graph4KG "chunk" sampling), so the negative scores are one matrix product.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import time
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from replications.rep.models import KGE
+from shared.atomic import atomic_path
+from shared.data import cache_dir
+from shared.replication import LogFn
+
+
+def subsampling_weights(train: Tensor) -> Tensor:
+    h, r, t = train[:, 0], train[:, 1], train[:, 2]
+    n_rel = int(r.max()) + 1
+    counts = []
+    for key in (h * 2 * n_rel + r, t * 2 * n_rel + n_rel + r):  # (h, r) and (t, r^-1)
+        _, inverse, count = torch.unique(key, return_inverse=True, return_counts=True)
+        counts.append(count[inverse])
+    return (4.0 + counts[0] + counts[1]).float().rsqrt()  # RotatE repo: count starts at 4
+
+
+def fit(model: KGE, train: Tensor, hp: Any, steps: int, seed: int, log: LogFn, log_every: int = 200) -> dict[str, Any]:
+    device = model.entity.device
+    gen = torch.Generator().manual_seed(seed)
+    train = train.to(device)
+    weights = subsampling_weights(train.cpu()).to(device)
+    opt = torch.optim.Adam(model.parameters(), lr=hp.lr)
+    decay_at = int(steps * hp.lr_decay_at) if hp.lr_decay_at else None
+    n, batch, num_ent = len(train), int(hp.batch_size), model.entity.shape[0]
+    perm, cursor, losses = torch.randperm(n, generator=gen), 0, []
+    for step in range(steps):
+        if cursor + batch > n:
+            perm, cursor = torch.randperm(n, generator=gen), 0
+        idx = perm[cursor:cursor + batch].to(device)
+        cursor += batch
+        direction = 1 if step % 2 == 0 else -1  # RotatE repo: alternating tail-batch / head-batch
+        triples, w = train[idx], weights[idx]
+        anchor, target = (triples[:, 0], triples[:, 2]) if direction == 1 else (triples[:, 2], triples[:, 0])
+        q = model.context(model.entity, model.relation, anchor, triples[:, 1], direction)
+        pos = F.logsigmoid(model.match_pairs(q, model.entity[target]))
+        negatives = torch.randint(num_ent, (int(hp.negatives),), generator=gen).to(device)
+        neg_scores = model.match(q, model.entity[negatives])
+        if hp.adversarial_temperature:
+            p = torch.softmax(neg_scores * hp.adversarial_temperature, dim=1).detach()
+        else:
+            p = torch.full_like(neg_scores, 1.0 / neg_scores.shape[1])
+        neg = (p * F.logsigmoid(-neg_scores)).sum(1)
+        loss = -((w * pos).sum() + (w * neg).sum()) / (2 * w.sum())
+        if hp.regularization:
+            loss = loss + hp.regularization * (model.entity.norm(p=3) ** 3 + model.relation.norm(p=3) ** 3)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        if decay_at and step + 1 == decay_at:
+            for group in opt.param_groups:
+                group["lr"] /= 10.0
+        losses.append(float(loss))
+        if not math.isfinite(losses[-1]):
+            raise FloatingPointError(f"loss became {losses[-1]} at step {step}; lower model.lr")
+        if (step + 1) % log_every == 0:
+            log({"train_loss": sum(losses[-log_every:]) / log_every}, step + 1)
+    return {"steps": steps, "final_loss": sum(losses[-50:]) / max(1, len(losses[-50:]))}
+
+
+def cache_key(dataset: str, kind: str, hp: dict[str, Any], steps: int, seed: int) -> str:
+    blob = json.dumps({"dataset": dataset, "kind": kind, "hp": hp, "steps": steps, "seed": seed,
+                       "torch": torch.__version__}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:24]
+
+
+def train_or_load(model: KGE, dataset: str, train: Tensor, hp: Any, hp_dict: dict[str, Any], steps: int, seed: int,
+                  log: LogFn, use_cache: bool) -> dict[str, Any]:
+    """Train, or reload the embeddings this exact (data, model, hyperparameters, steps, seed) produced.
+
+    The cache lets a REP sweep over alpha/khop reuse one trained base model per seed.
+    """
+    path = cache_dir() / "rep_embeddings" / f"{cache_key(dataset, model.kind, hp_dict, steps, seed)}.pt"
+    if use_cache and path.exists():
+        saved = torch.load(path, map_location=model.entity.device)
+        with torch.no_grad():
+            model.entity.copy_(saved["entity"])
+            model.relation.copy_(saved["relation"])
+        return saved["summary"] | {"from_cache": True}
+    started = time.perf_counter()
+    summary = fit(model, train, hp, steps, seed, log)
+    summary["train_seconds"] = round(time.perf_counter() - started, 2)
+    if use_cache:
+        with atomic_path(path) as tmp:
+            torch.save({"entity": model.entity.detach().cpu(), "relation": model.relation.detach().cpu(),
+                        "summary": summary}, tmp)
+    return summary | {"from_cache": False}
