@@ -35,7 +35,10 @@ class GAGAReplication(Replication):
     paper_file = Path(__file__).with_name("paper.yaml")
 
     def load_data(self, cfg: DictConfig) -> dict[str, Any]:
-        graph = gdata.load(cfg.dataset.name, normalize=cfg.dataset.get("row_normalize", True))
+        return self.prepare(cfg, gdata.load(cfg.dataset.name, normalize=cfg.dataset.get("row_normalize", True)))
+
+    def prepare(self, cfg: DictConfig, graph: gdata.FraudGraph) -> dict[str, Any]:
+        """Tensors for cfg.model from any FraudGraph (also the synthetic ones of the tests)."""
         out: dict[str, Any] = {"graph": graph, "x": torch.from_numpy(graph.x).to(cfg.device),
                                "y": torch.from_numpy(graph.y).to(cfg.device), "sequences": {}}
         n = graph.x.shape[0]

@@ -35,7 +35,7 @@ def fit(forward: Forward, model: nn.Module, y: torch.Tensor, train_idx: torch.Te
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
-            total += float(loss) * len(batch)
+            total += float(loss.detach()) * len(batch)
         val_auc = roc_auc(y_val, predict(forward, model, val_idx))
         log({"train_loss": total / len(order), "val_auc": val_auc}, epoch)
         if val_auc > best_auc:

@@ -1,0 +1,47 @@
+"""End-to-end smoke runs through the runner (CI): every model, tiny budgets, real Tolokers from the mirror."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from replications.gaga import REPLICATION
+from shared.runner import run
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_gaga_learning import cfg_for, planted_graph, run_model  # noqa: E402
+
+MIRROR = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (MIRROR / "tolokers" / "tolokers.npz").exists(), reason="needs the data mirror")
+@pytest.mark.parametrize("model", ["gaga/tolokers", "gaga_mlp", "gaga_graphsage", "gaga_bwgnn"])
+def test_tolokers_smoke(monkeypatch, tmp_path, model):
+    monkeypatch.setenv("REPLICATIONS_MIRROR", str(MIRROR))
+    monkeypatch.setenv("REPLICATIONS_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("WANDB_MODE", "disabled")
+    cfg = cfg_for(model, "scale.max_epochs=2", "scale.patience=2", f"results_dir={tmp_path}")
+    record = run(cfg, REPLICATION)
+    path = tmp_path / "gaga" / "tolokers" / f"{cfg.model.name}.json"
+    saved = json.loads(path.read_text())
+    assert saved["complete"] and saved["runs"][0]["train"]["split"] == 1
+    for metric in ("test_auc", "test_ap", "test_f1_macro", "val_auc"):
+        assert 0.0 <= record["aggregate"][metric]["mean"] <= 100.0
+    assert {r["status"] for r in record["comparison"]} == {"no reference"}  # Tolokers is not a paper dataset
+
+
+def test_same_seed_same_numbers():
+    graph = planted_graph(n=200)
+    a = run_model("gaga/amazon", graph, epochs=3)
+    b = run_model("gaga/amazon", graph, epochs=3)
+    assert a == b
+
+
+def test_unknown_model_is_refused():
+    cfg = cfg_for("gaga_mlp", "model.name=gcn")
+    with pytest.raises(ValueError, match="valid: gaga, mlp, graphsage, bwgnn"):
+        REPLICATION.build_model(cfg, {"graph": planted_graph(n=50)})
