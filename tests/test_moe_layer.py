@@ -79,3 +79,16 @@ def test_same_seed_same_output_and_clear_errors():
         make_gate("switch", 4, 0)
     with pytest.raises(ValueError, match="1 <= k"):
         make_gate("gshard", 4, 1)
+
+
+def test_grouped_and_padded_kernels_agree_in_value_and_gradient():
+    torch.manual_seed(1)
+    w1, b1, w2, b2 = [torch.randn(*s, requires_grad=True) for s in [(3, 8, 12), (3, 12), (3, 12, 8), (3, 8)]]
+    h, counts = torch.randn(9, 8, requires_grad=True), torch.tensor([4, 0, 5])
+    grads = []
+    for padded in (False, True):
+        out = grouped_ffn(h, counts, w1, b1, w2, b2, padded=padded)
+        grads.append([out, *torch.autograd.grad(out.square().sum(), [h, w1, b1, w2, b2])])
+    for a, b in zip(*grads):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(grads[0][0][:4], F.gelu(h[:4] @ w1[0] + b1[0]) @ w2[0] + b2[0])

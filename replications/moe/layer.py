@@ -1,7 +1,8 @@
 """The expert-parallel MoE layer: gate -> sort by expert -> all-to-all -> grouped expert FFN -> back -> combine.
 
-Experts are stored stacked ([E_loc, d, h]) and run as one batched matmul over a [E_loc, C_max, d] buffer of
-tokens sorted by expert (C_max = the busiest expert's load), not a Python loop over experts.
+Experts are stored stacked ([E_loc, d, h]) and run as grouped matmuls over the tokens sorted by expert
+(torch._grouped_mm; fallback: one batched matmul over a [E_loc, C_max, d] padded buffer), never a Python
+loop over experts.
 With a process group of W ranks, rank r owns experts r*E_loc .. (r+1)*E_loc-1 (E = W * E_loc).
 
 Gradient convention (what tests/test_moe_distributed.py pins): every rank computes the loss of its own
@@ -24,14 +25,54 @@ from replications.moe.dist import all_to_all, world
 from replications.moe.gates import Gate
 
 
-def grouped_ffn(h: Tensor, counts: Tensor, w1: Tensor, b1: Tensor, w2: Tensor, b2: Tensor) -> Tensor:
-    """Rows of h sorted by expert (counts[e] rows for expert e) through their expert's 2-layer GELU FFN."""
+class _GroupedMM(torch.autograd.Function):
+    """x [N, d] (rows sorted by group, group g ends at offs[g]) times w [G, d, h] -> [N, h]; one kernel."""
+
+    @staticmethod
+    def forward(ctx, x: Tensor, w: Tensor, offs: Tensor) -> Tensor:
+        ctx.save_for_backward(x, w, offs)
+        return torch._grouped_mm(x, w, offs=offs)
+
+    @staticmethod
+    def backward(ctx, grad: Tensor):
+        x, w, offs = ctx.saved_tensors
+        grad = grad.contiguous()
+        gx = torch._grouped_mm(grad, w.transpose(1, 2), offs=offs)
+        gw = torch._grouped_mm(x.t(), grad, offs=offs)  # per-group x_g^T grad_g
+        return gx, gw, None
+
+
+def _grouped_mm_works() -> bool:
+    """torch._grouped_mm is private; use it only where it runs and agrees with a plain matmul.
+    (On CPU it needs row strides that are multiples of 16 bytes: d and h divisible by 4 in fp32.)"""
+    try:
+        x, w = torch.randn(5, 8), torch.randn(2, 8, 4)
+        y = torch._grouped_mm(x, w, offs=torch.tensor([2, 5], dtype=torch.int32))
+        return bool(torch.allclose(y, torch.cat([x[:2] @ w[0], x[2:] @ w[1]]), atol=1e-5))
+    except (AttributeError, RuntimeError, TypeError):
+        return False
+
+
+GROUPED_MM = _grouped_mm_works()
+
+
+def grouped_ffn(h: Tensor, counts: Tensor, w1: Tensor, b1: Tensor, w2: Tensor, b2: Tensor,
+                padded: bool | None = None) -> Tensor:
+    """Rows of h sorted by expert (counts[e] rows for expert e) through their expert's 2-layer GELU FFN.
+
+    Default: one grouped matmul per FFN matrix over the sorted rows (no padding). Fallback
+    (padded=True or no torch._grouped_mm): a batched matmul over a [E, C_max, d] buffer."""
     E = counts.shape[0]
     if h.shape[0] == 0:
         return h.new_zeros(0, w2.shape[2]) + 0 * (w1.sum() + b1.sum() + w2.sum() + b2.sum())
+    expert = torch.repeat_interleave(torch.arange(E), counts)
+    aligned = h.shape[1] % 4 == 0 and w1.shape[2] % 4 == 0
+    if (GROUPED_MM and aligned) if padded is None else not padded:
+        offs = counts.cumsum(0).to(torch.int32)
+        z = F.gelu(_GroupedMM.apply(h.contiguous(), w1, offs) + b1.index_select(0, expert))
+        return _GroupedMM.apply(z, w2, offs) + b2.index_select(0, expert)
     cap = int(counts.max())
     starts = counts.cumsum(0) - counts
-    expert = torch.repeat_interleave(torch.arange(E), counts)
     slot = expert * cap + (torch.arange(h.shape[0]) - starts[expert])
     buf = h.new_zeros(E * cap, h.shape[1]).index_copy(0, slot, h).view(E, cap, -1)
     z = F.gelu(torch.baddbmm(b1.unsqueeze(1), buf, w1))
