@@ -86,5 +86,9 @@ def test_table_and_plot_from_details(tiny, tmp_path):
     details = figures.load_details(root)
     text = figures.table(details, 1.5)
     assert "internal" in text and "| PP-OCRv3 | 100.0 |" in text
+    inter = {"threads": 1, "load_average_before": [1, 1, 1], "load_average_after": [2, 2, 2],
+             "datasets": {"icdar2015": {"images": 2, "latency": {"ppocrv3": {"latency_ms_median": 5.0,
+                                                                             "latency_ms_p90": 6.0}}}}}
+    assert "| PP-OCRv3 | — | — | 5 / 6 |" in figures.table(details, 1.5, inter)
     figures.plot_pr(details, root / "pr.png")
     assert (root / "pr.png").stat().st_size > 1000

@@ -1,7 +1,7 @@
 """OCR engines with one interface: image -> word regions (+ the detector's lines) and stage timings.
 
 PP-OCR v2/v3/v4 run through rapidocr-onnxruntime 1.4.4's components (onnxruntime sessions, PaddleOCR's DB
-post-processing and CTC decoding, ported unchanged by that package) with the model files from our store.
+post-processing and CTC decoding, ported from PaddleOCR by that package) with the model files from our store.
 Tesseract 5 runs through its CLI (TSV output, word level), as pytesseract would call it.
 """
 
