@@ -89,3 +89,29 @@ def test_nan_scores_raise() -> None:
         ranks(lambda a, r, d: torch.zeros(0, 3), torch.zeros(0, 3, dtype=torch.long), torch.tensor([[0, 0, 1]]), 1)
     with pytest.raises(ValueError, match="non-finite"):
         summarize(torch.tensor([float("inf")]))
+
+
+class StubOGBEvaluator:
+    """OGB's link-prediction ranking rule (ogb.linkproppred.Evaluator, 'mrr' branch), for offline tests."""
+
+    def eval(self, d):
+        pos, neg = d["y_pred_pos"].view(-1, 1), d["y_pred_neg"]
+        rank = 0.5 * ((neg > pos).sum(1) + (neg >= pos).sum(1)) + 1
+        return {"mrr_list": 1.0 / rank, **{f"hits@{k}_list": (rank <= k).float() for k in (1, 3, 10)}}
+
+
+def test_wikikg2_candidate_ranking_with_stub_evaluator() -> None:
+    from replications.rep.data import KG
+    from replications.rep.models import KGE
+    from replications.rep.ogb import ogb_metrics
+
+    model = KGE("distmult", 4, 1, 1, 1.0)
+    with torch.no_grad():
+        model.entity.copy_(torch.tensor([[1.0], [2.0], [3.0], [-1.0]]))
+        model.relation.copy_(torch.tensor([[1.0]]))
+    triple = torch.tensor([[0, 0, 1]])  # tail query scores e: 1 * e; head query scores e: 2 * e
+    kg = KG("ogbl_wikikg2", 4, 1, triple, triple, triple, evaluator=StubOGBEvaluator())
+    kg.candidates["test"] = {"tail_neg": torch.tensor([[2, 3]]), "head_neg": torch.tensor([[3, 3]])}
+    metrics = ogb_metrics(model, model.entity.detach(), kg, "test")
+    # tail: true 1 (score 2) vs 2 (3) and 3 (-1) -> rank 2; head: true 0 (2) vs 3, 3 (-2) -> rank 1
+    assert metrics["mrr"] == (0.5 + 1.0) / 2 and metrics["hits1"] == 0.5

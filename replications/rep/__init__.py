@@ -54,8 +54,6 @@ class REPReplication(Replication):
     paper_file = Path(__file__).with_name("paper.yaml")
 
     def load_data(self, cfg: DictConfig) -> KG:
-        if cfg.get("threads"):
-            torch.set_num_threads(int(cfg.threads))
         return load(cfg.dataset.name)
 
     def build_model(self, cfg: DictConfig, data: KG) -> KGE:

@@ -16,6 +16,7 @@ instead of ``rep.py``'s per-entity Python loops.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import torch
@@ -54,11 +55,16 @@ def incidence(train: Tensor, num_entities: int, num_relations: int, degree_weigh
     g = len(groups)
     group_dir = torch.where(groups >= num_entities * num_relations, 1, -1)
     groups = groups % (num_entities * num_relations)
-    gather = torch.sparse_coo_tensor(torch.stack([group_of, src]), w.float(), (g, num_entities)).coalesce()
+    gather = torch.sparse_coo_tensor(torch.stack([group_of, src]), w.float(), (g, num_entities),
+                                     check_invariants=False).coalesce()
     group_dst = torch.div(groups, num_relations, rounding_mode="floor")
-    scatter = torch.sparse_coo_tensor(torch.stack([group_dst, torch.arange(g)]), torch.ones(g), (num_entities, g))
+    scatter = torch.sparse_coo_tensor(torch.stack([group_dst, torch.arange(g)]), torch.ones(g), (num_entities, g),
+                                      check_invariants=False)
     weight_sum = torch.zeros(g, dtype=torch.float64).index_add_(0, group_of, w).float()[:, None]
-    return Incidence(gather.to_sparse_csr(), scatter.coalesce().to_sparse_csr(),
+    with warnings.catch_warnings():  # "sparse CSR support is in beta": the product is tested against rep.py's loop
+        warnings.simplefilter("ignore", UserWarning)
+        gather, scatter = gather.to_sparse_csr(), scatter.coalesce().to_sparse_csr()
+    return Incidence(gather, scatter,
                      groups % num_relations, group_dir, weight_sum, norm > 0)
 
 
