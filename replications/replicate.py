@@ -36,6 +36,7 @@ def main(argv: list[str]) -> int:
         plan = OmegaConf.load(PROJECT_ROOT / "conf" / "paper" / f"{paper}.yaml").replicate
         datasets = chosen["dataset"].split(",") if "dataset" in chosen else list(plan.datasets)
         models = chosen["model"].split(",") if "model" in chosen else list(plan.models)
+        cfg = None
         for dataset in datasets:
             for model in models:
                 model_choice = f"{paper}/{dataset}" if model == paper else model
@@ -47,6 +48,9 @@ def main(argv: list[str]) -> int:
                 except (ConfigError, DataError) as exc:
                     print(f"error: {exc}", file=sys.stderr)
                     return 2
+    finish = getattr(replication, "after_replicate", None)  # optional per-paper summary (table, plots)
+    if callable(finish) and cfg is not None:
+        finish(cfg)
     report.main([])
     return 0
 

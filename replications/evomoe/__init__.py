@@ -9,9 +9,11 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from replications.evomoe import data as wdata
+from replications.evomoe import report
 from replications.evomoe.model import GPT
 from replications.evomoe.train import fit, perplexity
 from shared.replication import LogFn, Replication
+from shared.runner import result_path
 
 
 class EvoMoEReplication(Replication):
@@ -48,6 +50,10 @@ class EvoMoEReplication(Replication):
                 "test_ppl": perplexity(model, data.test, L, max_tokens=limit),
                 "train_tokens_per_s": self._summary["train_tokens_per_s"],
                 "mean_active_experts": self._summary["mean_active_experts"]}
+
+    def after_replicate(self, cfg: DictConfig) -> None:
+        """Called by `python -m replications.replicate evomoe`: the table, claim check and curves."""
+        report.main([str(result_path(cfg).parents[2])])
 
 
 REPLICATION = EvoMoEReplication()
