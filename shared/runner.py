@@ -9,6 +9,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from shared.atomic import write_json_atomic
+from shared.perf import keep_freed_memory
 from shared.reference import compare, load_paper, reported_for
 from shared.replication import Replication
 from shared.runinfo import environment, peak_memory_mb
@@ -50,6 +51,7 @@ def check_choices(cfg: DictConfig) -> None:
 
 def run(cfg: DictConfig, replication: Replication) -> dict[str, Any]:
     check_choices(cfg)
+    keep_freed_memory()
     paper = load_paper(replication.paper_file)
     reported = {
         m: e["value"]

@@ -9,8 +9,8 @@ import torch
 from omegaconf import DictConfig
 
 from replications.pshgcn import data as pdata
-from replications.pshgcn.baselines import HGT, RGCN
-from replications.pshgcn.graph import enumerate_words, relation_matrices
+from replications.pshgcn.baselines import HGT, RGCN, RSAGE
+from replications.pshgcn.graph import relation_matrices
 from replications.pshgcn.model import PSHGCN
 from replications.pshgcn.train import fit, param_groups, scores, split_for_seed
 from shared.replication import LogFn, Replication
@@ -23,7 +23,7 @@ class PSHGCNReplication(Replication):
     def load_data(self, cfg: DictConfig) -> dict[str, Any]:
         graph = pdata.load(cfg)
         adjs = relation_matrices(graph, cfg.model) if cfg.model.name == "pshgcn" else {}
-        return {"graph": graph, "adjs": {k: v.to(cfg.device) for k, v in adjs.items()},
+        return {"graph": graph, "adjs": {k: (a.to(cfg.device), a_t.to(cfg.device)) for k, (a, a_t) in adjs.items()},
                 "x": pdata.features(graph, cfg.device)}
 
     def build_model(self, cfg: DictConfig, data: dict[str, Any]) -> torch.nn.Module:
@@ -33,14 +33,16 @@ class PSHGCNReplication(Replication):
             model = PSHGCN(
                 in_dims={t: (g[t].x.shape[1] if "x" in g[t] else None) for t in g.node_types},
                 num_nodes={t: g[t].num_nodes for t in g.node_types}, num_classes=g.num_classes,
-                words=enumerate_words(list(m.relations), m.K), letters=letters, target=g.target_type,
+                relations=list(m.relations), order=m.K, letters=letters, target=g.target_type,
                 emb_dim=m.emb_dim, hidden=m.hidden, input_drop=m.input_drop, dropout=m.dropout)
         elif m.name == "rgcn":
             model = RGCN(g, m.hidden, m.layers, m.dropout, m.get("num_bases"))
+        elif m.name == "rsage":
+            model = RSAGE(g, m.hidden, m.layers, m.dropout)
         elif m.name == "hgt":
             model = HGT(g, m.hidden, m.layers, m.heads, m.dropout)
         else:
-            raise ValueError(f"unknown model '{m.name}' for pshgcn; valid: pshgcn, rgcn, hgt")
+            raise ValueError(f"unknown model '{m.name}' for pshgcn; valid: pshgcn, rgcn, rsage, hgt")
         return model.to(cfg.device)
 
     def train(self, cfg: DictConfig, model: torch.nn.Module, data: dict[str, Any], seed: int, log: LogFn) -> dict:

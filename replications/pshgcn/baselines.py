@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 from torch_geometric.data import HeteroData
-from torch_geometric.nn import HGTConv, RGCNConv
+from torch_geometric.nn import HeteroConv, HGTConv, RGCNConv, SAGEConv
 
 from replications.pshgcn.model import TypeProjection
 
@@ -54,6 +54,27 @@ class HGT(nn.Module):
         super().__init__()
         self.project = TypeProjection(_in_dims(data), {t: data[t].num_nodes for t in data.node_types}, hidden)
         self.convs = nn.ModuleList(HGTConv(hidden, hidden, data.metadata(), heads=heads) for _ in range(layers))
+        self.edge_index = {et: data[et].edge_index for et in data.edge_types}
+        self.out = nn.Linear(hidden, data.num_classes)
+        self.dropout = nn.Dropout(dropout)
+        self.target = data.target_type
+
+    def forward(self, x: dict[str, Tensor], _adjs=None) -> Tensor:
+        h = {t: self.dropout(v) for t, v in self.project(x).items()}
+        for conv in self.convs:
+            h = {t: self.dropout(torch.relu(v)) for t, v in conv(h, self.edge_index).items()}
+        return self.out(h[self.target])
+
+
+class RSAGE(nn.Module):
+    """Relational GraphSAGE: one SAGEConv (mean aggregation) per edge type, summed per node type (HeteroConv)."""
+
+    def __init__(self, data: HeteroData, hidden: int, layers: int, dropout: float) -> None:
+        super().__init__()
+        self.project = TypeProjection(_in_dims(data), {t: data[t].num_nodes for t in data.node_types}, hidden)
+        self.convs = nn.ModuleList(
+            HeteroConv({et: SAGEConv(hidden, hidden) for et in data.edge_types}, aggr="sum") for _ in range(layers)
+        )
         self.edge_index = {et: data[et].edge_index for et in data.edge_types}
         self.out = nn.Linear(hidden, data.num_classes)
         self.dropout = nn.Dropout(dropout)

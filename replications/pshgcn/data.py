@@ -38,5 +38,18 @@ def load(cfg: DictConfig) -> HeteroData:
     raise ValueError(f"dataset '{cfg.dataset.name}': unknown loader '{cfg.dataset.loader}' (valid: hgb, ogb)")
 
 
-def features(data: HeteroData, device: str) -> dict[str, torch.Tensor]:
-    return {t: data[t].x.to(device) for t in data.node_types if "x" in data[t]}
+SPARSE_BELOW = 0.1  # feature matrices with fewer non-zeros than this are multiplied as sparse
+
+
+def features(data: HeteroData, device: str) -> dict[str, torch.Tensor | tuple[torch.Tensor, torch.Tensor]]:
+    """Node features per type; sparse ones (bag-of-words) as (X, X^T) sparse pairs for TypeProjection."""
+    out = {}
+    for t in data.node_types:
+        if "x" not in data[t]:
+            continue
+        x = data[t].x.to(device)
+        if float((x != 0).float().mean()) < SPARSE_BELOW:
+            out[t] = (x.to_sparse().coalesce(), x.t().to_sparse().coalesce())
+        else:
+            out[t] = x
+    return out

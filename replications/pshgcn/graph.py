@@ -14,7 +14,21 @@ from torch_geometric.data import HeteroData
 Word = tuple[str, ...]  # ("AP", "PT") stands for P_AP @ P_PT
 
 
-def relation_matrices(data: HeteroData, model_cfg: DictConfig) -> dict[str, torch.Tensor]:
+class SparseMatrix(torch.autograd.Function):
+    """y = A @ x for a constant sparse A, with A^T precomputed so backward needs no transpose or sort."""
+
+    @staticmethod
+    def forward(ctx, a: torch.Tensor, a_t: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        ctx.a_t = a_t
+        return torch.sparse.mm(a, x)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        return None, None, torch.sparse.mm(ctx.a_t, grad)
+
+
+def relation_matrices(data: HeteroData, model_cfg: DictConfig) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+    """name -> (P_r, P_r^T) as coalesced sparse COO tensors."""
     letters = {k: str(v) for k, v in model_cfg.node_letters.items()}
     by_rel = {rel: (s, d) for s, rel, d in data.edge_types}
     adjs = {}
@@ -33,7 +47,8 @@ def relation_matrices(data: HeteroData, model_cfg: DictConfig) -> dict[str, torc
         index = torch.sparse_coo_tensor(index, torch.ones(index.shape[1]), (n_src, n_dst)).coalesce().indices()
         deg = torch.bincount(index[0], minlength=n_src).float()
         values = 1.0 / deg.clamp(min=1)[index[0]]
-        adjs[name] = torch.sparse_coo_tensor(index, values, (n_src, n_dst), is_coalesced=True).to_sparse_csr()
+        adj = torch.sparse_coo_tensor(index, values, (n_src, n_dst), is_coalesced=True)
+        adjs[name] = (adj, adj.t().coalesce())  # COO: faster than CSR for sparse @ dense on CPU here
     return adjs
 
 

@@ -3,8 +3,8 @@
 Matches the official hgb/model.py: per-type projection -> input dropout -> Linear+ReLU ->
 row standardisation -> dropout -> h(P) then h(P)^* with one shared coefficient vector -> Linear.
 Featureless node types get a learned row per node, which equals the official Linear on identity
-features. Only the target type's rows of the second pass are computed: the other rows never
-reach the loss, so outputs and gradients are unchanged.
+features. Only the target type's rows of the second pass are kept: the other rows never reach
+the loss, so outputs and gradients are unchanged.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from replications.pshgcn.graph import Word, transpose_word
+from replications.pshgcn.graph import SparseMatrix, Word, enumerate_words, transpose_word
 
 
 class TypeProjection(nn.Module):
@@ -28,52 +28,88 @@ class TypeProjection(nn.Module):
         )
         self.featureless = {t for t, d in in_dims.items() if not d}
 
-    def forward(self, x: dict[str, Tensor]) -> dict[str, Tensor]:
-        # eye(n) @ W^T == W^T: same function and initialisation as the official one-hot features.
-        return {t: lin.weight.t() if t in self.featureless else lin(x[t]) for t, lin in self.lins.items()}
+    def forward(self, x: dict[str, Tensor | tuple[Tensor, Tensor]]) -> dict[str, Tensor]:
+        out = {}
+        for t, lin in self.lins.items():
+            if t in self.featureless:  # eye(n) @ W^T == W^T: the official one-hot features, without eye(n)
+                out[t] = lin.weight.t()
+            elif isinstance(x[t], tuple):  # sparse bag-of-words features as (X, X^T): same product, far cheaper
+                out[t] = SparseMatrix.apply(*x[t], lin.weight.t())
+            else:
+                out[t] = lin(x[t])
+        return out
 
 
 class PolynomialFilter(nn.Module):
-    """h(P) X = theta_0 X + sum_w theta_w P_w X, with memoised suffixes (one sparse matmul per word)."""
+    """h(P) X = theta_0 X + sum_w theta_w P_w X over all relation chains w of length 1..K.
 
-    def __init__(self, words: list[Word]) -> None:
+    Computed level by level: the level-k terms that start with relation r are P_r applied to every
+    level-(k-1) term starting at r's destination type, stacked side by side, so each level costs one
+    wide sparse matmul per relation instead of one per word. Coefficients follow the official word
+    order (``enumerate_words``); the transposed pass gives chain c the coefficient of its transpose.
+    """
+
+    def __init__(self, relations: list[str], order: int) -> None:
         super().__init__()
-        self.words = words
+        words = enumerate_words(relations, order)
+        index = {w: i + 1 for i, w in enumerate(words)}
         n = len(words) + 1
         bound = math.sqrt(3.0 / n)  # official init_coe: uniform, then L1-normalised
         theta = np.random.uniform(-bound, bound, n)
         self.theta = nn.Parameter(torch.tensor(theta / np.abs(theta).sum(), dtype=torch.float32))
+        self.num_words, self.order = len(words), order
+        self.from_letter: dict[str, list[str]] = {}
+        for r in relations:
+            self.from_letter.setdefault(r[0], []).append(r)
+        # chains[k][s]: the level-k chains starting at letter s, in the order the stacked tensors hold them.
+        chains: list[dict[str, list[Word]]] = [{s: [()] for s in {r[i] for r in relations for i in (0, 1)}}]
+        for _ in range(order):
+            chains.append({s: [(r, *w) for r in rs for w in chains[-1].get(r[1], [])]
+                           for s, rs in self.from_letter.items()})
+        self.chains = chains
+        for k in range(1, order + 1):
+            for s, ws in chains[k].items():
+                self.register_buffer(f"idx_{k}_{s}", torch.tensor([index[w] for w in ws]), persistent=False)
+                self.register_buffer(f"idx_t_{k}_{s}", torch.tensor([index[transpose_word(w)] for w in ws]),
+                                     persistent=False)
 
-    def apply(self, x: dict[str, Tensor], adjs: dict[str, Tensor], src_of: dict[str, str],
-              words: list[Word], out_types: set[str]) -> dict[str, Tensor]:
-        cache: dict[Word, Tensor] = {}
-
-        def term(word: Word) -> Tensor:
-            if word not in cache:
-                inner = x[src_of[word[0][1]]] if len(word) == 1 else term(word[1:])
-                cache[word] = torch.sparse.mm(adjs[word[0]], inner)
-            return cache[word]
-
-        out = {t: self.theta[0] * x[t] for t in out_types}
-        for i, word in enumerate(words, start=1):
-            t = src_of[word[0][0]]
-            if t in out_types:
-                out[t] = out[t] + self.theta[i] * term(word)
+    def forward(self, x: dict[str, Tensor], adjs: dict[str, tuple[Tensor, Tensor]], transposed: bool,
+                out_letters: set[str]) -> dict[str, Tensor]:
+        """x and the result are keyed by node-type letter; only ``out_letters`` are returned."""
+        hidden = next(iter(x.values())).shape[1]
+        out = {s: self.theta[0] * x[s] for s in out_letters}
+        prev = {s: v.unsqueeze(1) for s, v in x.items()}  # level 0: the empty chain
+        for k in range(1, self.order + 1):
+            last = k == self.order
+            cur = {}
+            for s, rels in self.from_letter.items():
+                if last and s not in out_letters:
+                    continue  # the final level only matters where it is read
+                parts = [
+                    SparseMatrix.apply(*adjs[r], prev[r[1]].reshape(prev[r[1]].shape[0], -1))
+                    for r in rels if r[1] in prev
+                ]
+                if not parts:
+                    continue
+                cur[s] = torch.cat(parts, 1).view(parts[0].shape[0], -1, hidden)
+                if s in out_letters:
+                    coef = self.theta[getattr(self, f"idx_{'t_' if transposed else ''}{k}_{s}")]
+                    out[s] = out[s] + torch.einsum("nmh,m->nh", cur[s], coef)
+            prev = cur
         return out
 
 
 class PSHGCN(nn.Module):
     def __init__(self, in_dims: dict[str, int | None], num_nodes: dict[str, int], num_classes: int,
-                 words: list[Word], letters: dict[str, str], target: str, emb_dim: int, hidden: int,
-                 input_drop: float, dropout: float) -> None:
+                 relations: list[str], order: int, letters: dict[str, str], target: str, emb_dim: int,
+                 hidden: int, input_drop: float, dropout: float) -> None:
         super().__init__()
         self.project = TypeProjection(in_dims, num_nodes, emb_dim)
         self.lin1 = nn.Linear(emb_dim, hidden)
         self.lin2 = nn.Linear(hidden, num_classes)
-        self.filter = PolynomialFilter(words)
-        self.words, self.words_t = words, [transpose_word(w) for w in words]
-        self.src_of = dict(letters)  # letter -> node type
-        self.target = target
+        self.filter = PolynomialFilter(relations, order)
+        self.letter_of = {t: s for s, t in letters.items()}  # node type -> letter
+        self.target = self.letter_of[target]
         self.input_drop, self.dropout = nn.Dropout(input_drop), nn.Dropout(dropout)
 
     @staticmethod
@@ -82,9 +118,8 @@ class PSHGCN(nn.Module):
         return torch.nan_to_num(x, nan=0.0)
 
     def forward(self, x: dict[str, Tensor], adjs: dict[str, Tensor]) -> Tensor:
-        h = {t: self.dropout(self.standardise(torch.relu(self.lin1(self.input_drop(v)))))
+        h = {self.letter_of[t]: self.dropout(self.standardise(torch.relu(self.lin1(self.input_drop(v)))))
              for t, v in self.project(x).items()}
-        every_type = set(h)
-        h = self.filter.apply(h, adjs, self.src_of, self.words, every_type)  # h(P)
-        h = self.filter.apply(h, adjs, self.src_of, self.words_t, {self.target})  # h(P)^*
+        h = self.filter(h, adjs, transposed=False, out_letters=set(h))  # h(P) X
+        h = self.filter(h, adjs, transposed=True, out_letters={self.target})  # h(P)^* h(P) X
         return self.lin2(h[self.target])

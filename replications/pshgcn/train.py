@@ -62,32 +62,51 @@ def param_groups(model: nn.Module, lr: float, wd: float, prop_lr: float | None, 
 
 def fit(model: nn.Module, inputs: tuple, y: Tensor, split: Split, multilabel: bool, optimizer,
         max_epochs: int, patience: int, dropout_first_epoch_only: bool, log) -> dict:
+    """Returns the best epoch's summary; the model is left holding that epoch's parameters.
+
+    Epoch e (official numbering) = one optimiser step, then the validation loss of the new weights.
+    With the official dropout quirk the model is in eval mode from epoch 1 on, so the next training
+    forward pass *is* that evaluation: we reuse its logits instead of running the graph twice.
+    """
     loss = loss_fn(multilabel)
     best = {"val_loss": float("inf"), "epoch": -1, "state": None}
     since_best = 0
-    model.train()
-    bar = tqdm(range(max_epochs), desc="epochs", leave=False, mininterval=2)
-    for epoch in bar:
-        if not dropout_first_epoch_only:
-            model.train()
-        optimizer.zero_grad()
-        out = model(*inputs)
-        train_loss = loss(out[split.train], y[split.train])
-        train_loss.backward()
-        optimizer.step()
 
-        model.eval()
-        with torch.no_grad():
-            out = model(*inputs)
-            val_loss = float(loss(out[split.val], y[split.val]))
+    def record(out: Tensor, epoch: int, train_loss: float) -> bool:
+        nonlocal best, since_best
+        val_loss = float(loss(out[split.val], y[split.val]).detach())
         if val_loss < best["val_loss"]:
             best = {"val_loss": val_loss, "epoch": epoch, "state": copy.deepcopy(model.state_dict())}
             since_best = 0
         else:
             since_best += 1
-        log({"train/loss": float(train_loss), "val/loss": val_loss}, epoch)
-        bar.set_postfix(train=f"{float(train_loss):.3f}", val=f"{val_loss:.3f}", best=best["epoch"])
-        if since_best == patience:
+        log({"train/loss": train_loss, "val/loss": val_loss}, epoch)
+        bar.set_postfix(train=f"{train_loss:.3f}", val=f"{val_loss:.3f}", best=best["epoch"])
+        return since_best == patience
+
+    def evaluate_now() -> Tensor:
+        model.eval()
+        with torch.no_grad():
+            return model(*inputs)
+
+    bar = tqdm(range(max_epochs), desc="epochs", leave=False, mininterval=2)
+    train_loss, stopped, epoch = float("nan"), False, 0
+    for epoch in bar:
+        reuse = dropout_first_epoch_only and epoch > 0
+        model.train(not reuse)
+        out = model(*inputs)
+        if reuse and record(out, epoch - 1, train_loss):  # logits of the weights after epoch-1's step
+            stopped, epoch = True, epoch - 1
             break
+        step_loss = loss(out[split.train], y[split.train])
+        optimizer.zero_grad()
+        step_loss.backward()
+        optimizer.step()
+        train_loss = float(step_loss.detach())
+        if not reuse and not dropout_first_epoch_only and record(evaluate_now(), epoch, train_loss):
+            stopped = True
+            break
+    if not stopped and dropout_first_epoch_only:
+        record(evaluate_now(), epoch, train_loss)  # the last step's weights still need their evaluation
     model.load_state_dict(best["state"])
     return {"best_epoch": best["epoch"], "best_val_loss": best["val_loss"], "epochs_run": epoch + 1}
