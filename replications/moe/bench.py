@@ -39,16 +39,23 @@ class Dense(nn.Module):
         return self.fc2(F.gelu(self.fc1(x))), x.new_zeros(())
 
 
-def timed(module: nn.Module, x: torch.Tensor, ids: torch.Tensor) -> tuple[float, dict]:
-    times = []
-    for i in range(REPS + 1):
-        module.zero_grad(set_to_none=True)
-        t0 = time.perf_counter()
-        y, aux = module(x, ids)
-        (y.square().mean() + 0.01 * aux).backward()
-        if i:  # the first pass warms up allocations
-            times.append(time.perf_counter() - t0)
-    return statistics.median(times), getattr(module, "last_stats", {})
+def one_pass(module: nn.Module, x: torch.Tensor, ids: torch.Tensor) -> float:
+    module.zero_grad(set_to_none=True)
+    t0 = time.perf_counter()
+    y, aux = module(x, ids)
+    (y.square().mean() + 0.01 * aux).backward()
+    return time.perf_counter() - t0
+
+
+def timed_pair(moe: nn.Module, dense: nn.Module, x: torch.Tensor, ids: torch.Tensor) -> tuple[float, float]:
+    """Median seconds per forward+backward of each, alternating passes so that load drifts on this
+    shared machine hit both alike; the first pass of each warms up allocations."""
+    one_pass(moe, x, ids), one_pass(dense, x, ids)
+    t_moe, t_dense = [], []
+    for _ in range(REPS):
+        t_moe.append(one_pass(moe, x, ids))
+        t_dense.append(one_pass(dense, x, ids))
+    return statistics.median(t_moe), statistics.median(t_dense)
 
 
 def main() -> int:
@@ -66,8 +73,8 @@ def main() -> int:
             gate.temperature = 0.1
         moe = MoELayer(D, h, gate)
         dense = Dense(D, k * h)
-        t_dense, _ = timed(dense, x, ids)
-        t_moe, stats = timed(moe, x, ids)
+        t_moe, t_dense = timed_pair(moe, dense, x, ids)
+        stats = moe.last_stats
         kept = sum(stats["expert_load"])
         dense_flops = 3 * TOKENS * 4 * D * k * h
         moe_flops = 3 * (kept * 4 * D * h + (2 * TOKENS * D * E if kind not in ("hash",) else 0))
@@ -96,10 +103,11 @@ def markdown(record: dict) -> str:
     lines = [
         "# MoE layer vs dense FFN: forward+backward throughput on CPU",
         "",
-        f"`python -m replications.moe.bench` ({record['threads']} thread(s), median of {record['reps']} passes; "
+        f"`python -m replications.moe.bench` ({record['threads']} thread(s), "
+        f"median of {record['reps']} alternating MoE/dense passes; "
         f"{TOKENS} tokens, d_model {D}; machine load average after the run: "
         f"{', '.join(f'{v:.1f}' for v in record['load_average_after'])} on {os.cpu_count()} cores, i.e. shared).",
-        f"CPU: {env.get('cpu', env.get('cpu_model', 'see benchmark.json'))}. "
+        f"CPU: {env['hardware']['cpu']}. "
         "Each MoE layer is compared with a dense FFN of the same per-token expert FLOPs (hidden = k x expert hidden).",
         "FLOP rate counts the matmuls actually done (kept tokens x experts, plus the gate projection). Target: ratio >= 0.80.",
         "",
