@@ -85,7 +85,7 @@ class KTop1Gate(Gate):
         T, per = x.shape[0], self.num_experts // self.k
         probs = F.softmax(self.proj(x).view(T, self.k, per), dim=-1)  # [T, k, E/k]
         top = probs.max(dim=-1)
-        expert = top.indices + torch.arange(self.k) * per  # global expert id of each prototype's choice
+        expert = top.indices + torch.arange(self.k, device=x.device) * per  # global expert id of each prototype's choice
         selected = torch.ones_like(expert, dtype=torch.bool)
         factor = self.capacity_factor if self.training else self.eval_capacity_factor
         cap = topk_capacity(1, global_tokens(T, self.group), per, factor)
@@ -114,7 +114,8 @@ class SAMGate(Gate):
         probs = F.softmax(self.proj(x), dim=-1)
         grouped = probs.view(T, -1, G)
         chosen = grouped.sum(-1).argmax(-1)  # [T]
-        inside = grouped[torch.arange(T), chosen]  # [T, G]
+        rows = torch.arange(T, device=x.device)
+        inside = grouped[rows, chosen]  # [T, G]
         top = inside.topk(self.k, dim=-1)
         expert = top.indices + (chosen * G).unsqueeze(1)
         selected = torch.ones_like(expert, dtype=torch.bool)
@@ -122,7 +123,7 @@ class SAMGate(Gate):
         cap = topk_capacity(self.k, global_tokens(T, self.group), self.num_experts, factor)
         keep = apply_capacity(expert, selected, self.num_experts, cap, self.group, self.capacity_scope)
         outside = torch.ones_like(probs, dtype=torch.bool).view(T, -1, G)
-        outside[torch.arange(T), chosen] = False
+        outside[rows, chosen] = False
         kth = top.values[:, -1:]
         align = (F.relu(probs - kth) * outside.view(T, -1)).sum(-1)
         n = global_tokens(T, self.group)
@@ -146,7 +147,7 @@ class BaseGate(Gate):
         if self.training:
             rank, W = world(self.group)
             all_scores = all_gather_cat(scores.detach(), self.group)  # identical auction on every rank
-            expert = balanced_assignment(all_scores)[rank * x.shape[0]:(rank + 1) * x.shape[0]]
+            expert = balanced_assignment(all_scores.cpu()).to(x.device)[rank * x.shape[0]:(rank + 1) * x.shape[0]]
         else:
             expert = scores.argmax(-1)
         alpha = torch.sigmoid(scores.gather(1, expert.unsqueeze(1)))  # [T, 1]
@@ -191,26 +192,26 @@ class DTSGate(Gate):
         self.generator: torch.Generator | None = None  # set for reproducible Gumbel noise in tests
 
     def gumbel_softmax(self, z: Tensor) -> Tensor:
-        u = torch.rand(z.shape, generator=self.generator, dtype=z.dtype).clamp_(1e-10, 1 - 1e-10)
+        u = torch.rand(z.shape, generator=self.generator, dtype=z.dtype).to(z.device).clamp_(1e-10, 1 - 1e-10)
         return F.softmax((z - torch.log(-torch.log(u))) / self.temperature, dim=-1)
 
     def forward(self, x: Tensor, token_ids: Tensor | None = None) -> Routing:
         T, E = x.shape[0], self.num_experts
         z = self.proj(x)
         probs = F.softmax(z, dim=-1)
-        all_experts = torch.arange(E).expand(T, E)
+        all_experts = torch.arange(E, device=x.device).expand(T, E)
         if self.mode == "single":
-            one = torch.zeros(T, 1, dtype=torch.long)
-            keep = torch.ones(T, 1, dtype=torch.bool)
+            one = torch.zeros(T, 1, dtype=torch.long, device=x.device)
+            keep = torch.ones(T, 1, dtype=torch.bool, device=x.device)
             return Routing(one, x.new_ones(T, 1), keep, z.new_zeros(()), stats=_stats(keep, keep))
         if self.mode == "dense" or self.temperature <= 0:
-            keep = torch.ones(T, E, dtype=torch.bool)
+            keep = torch.ones(T, E, dtype=torch.bool, device=x.device)
             return Routing(all_experts, probs, keep, z.new_zeros(()), stats=_stats(keep, keep))
         if self.mode not in ("soft", "hard"):
             raise ValueError(f"unknown DTS mode '{self.mode}'; valid: single, dense, soft, hard")
         if not self.training:
             top = probs.max(-1)
-            keep = torch.ones(T, 1, dtype=torch.bool)
+            keep = torch.ones(T, 1, dtype=torch.bool, device=x.device)
             return Routing(top.indices.unsqueeze(1), top.values.unsqueeze(1), keep, z.new_zeros(()),
                            stats=_stats(keep, keep))
         g = self.gumbel_softmax(z)
@@ -223,8 +224,8 @@ class DTSGate(Gate):
             selected = torch.ones_like(expert, dtype=torch.bool)
             weight = source.gather(1, expert)
         n = global_tokens(T, self.group)
-        mask = torch.zeros(T, E, dtype=z.dtype).scatter_(1, expert, selected.to(z.dtype))
-        dense_w = torch.zeros(T, E, dtype=z.dtype).scatter(1, expert, weight)
+        mask = z.new_zeros(T, E).scatter_(1, expert, selected.to(z.dtype))
+        dense_w = z.new_zeros(T, E).scatter(1, expert, weight)
         m = global_sum(dense_w.sum(0), self.group) / n
         c = global_sum(mask.sum(0), self.group).detach() / n
         aux = E * E * (m * c).mean()
@@ -253,7 +254,7 @@ class TopologyGate(Gate):
         if self.num_experts % W:
             raise ValueError(f"E ({self.num_experts}) must be divisible by the world size ({W})")
         if self.topology is None:
-            return torch.ones(self.num_experts)
+            return self.proj.weight.new_ones(self.num_experts)
         if self.topology.shape != (W, W):
             raise ValueError(f"topology must be {W}x{W}, got {tuple(self.topology.shape)}")
         s = F.softmax(self.topology[rank], dim=0) * W * W
@@ -267,7 +268,7 @@ class TopologyGate(Gate):
         selected = torch.ones_like(top.indices, dtype=torch.bool)
         cap = math.ceil(self.capacity_rate[0 if self.training else 1] * S)
         keep = apply_capacity(top.indices, selected, E, cap, self.group, "local")
-        c = torch.zeros(E).index_add_(0, top.indices.reshape(-1), torch.ones(S * self.k)) / S
+        c = logits.new_zeros(E).index_add_(0, top.indices.reshape(-1), logits.new_ones(S * self.k)).detach() / S
         m = F.softmax(logits, dim=-1).mean(0)
         scale = self.destination_scale()
         e_loc = E // (self.world_size or world(self.group)[1])

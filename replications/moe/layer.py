@@ -65,7 +65,7 @@ def grouped_ffn(h: Tensor, counts: Tensor, w1: Tensor, b1: Tensor, w2: Tensor, b
     E = counts.shape[0]
     if h.shape[0] == 0:
         return h.new_zeros(0, w2.shape[2]) + 0 * (w1.sum() + b1.sum() + w2.sum() + b2.sum())
-    expert = torch.repeat_interleave(torch.arange(E), counts)
+    expert = torch.repeat_interleave(torch.arange(E, device=h.device), counts)
     aligned = h.shape[1] % 4 == 0 and w1.shape[2] % 4 == 0
     if (GROUPED_MM and aligned) if padded is None else not padded:
         offs = counts.cumsum(0).to(torch.int32)
@@ -73,7 +73,7 @@ def grouped_ffn(h: Tensor, counts: Tensor, w1: Tensor, b1: Tensor, w2: Tensor, b
         return _GroupedMM.apply(z, w2, offs) + b2.index_select(0, expert)
     cap = int(counts.max())
     starts = counts.cumsum(0) - counts
-    slot = expert * cap + (torch.arange(h.shape[0]) - starts[expert])
+    slot = expert * cap + (torch.arange(h.shape[0], device=h.device) - starts[expert])
     buf = h.new_zeros(E * cap, h.shape[1]).index_copy(0, slot, h).view(E, cap, -1)
     z = F.gelu(torch.baddbmm(b1.unsqueeze(1), buf, w1))
     out = torch.baddbmm(b2.unsqueeze(1), z, w2)
@@ -134,7 +134,7 @@ class MoELayer(nn.Module):
         dist.all_to_all_single(recv_m, send_m.contiguous(), group=self.group)  # [src rank, local expert]
         send, recv = send_m.sum(1).tolist(), recv_m.sum(1).tolist()
         got = all_to_all(h, send, recv, self.group)  # ordered (source rank, local expert)
-        local = torch.repeat_interleave(torch.arange(L).repeat(W), recv_m.reshape(-1))
+        local = torch.repeat_interleave(torch.arange(L, device=got.device).repeat(W), recv_m.reshape(-1))
         perm = torch.argsort(local, stable=True)  # -> (local expert, source rank)
         out = grouped_ffn(got.index_select(0, perm), recv_m.sum(0), self.w1, self.b1, self.w2, self.b2)
         back = torch.empty_like(out).index_copy(0, perm, out)  # undo the permutation

@@ -27,9 +27,11 @@ class Routing:
     stats: dict[str, float] = field(default_factory=dict)
 
 
-def global_tokens(n_local: int, group=None, like: Tensor | None = None) -> int:
-    t = torch.tensor([float(n_local)], dtype=torch.float64)
-    return int(all_reduce_sum(t, group).item()) if world(group)[1] > 1 else n_local
+def global_tokens(n_local: int, group=None) -> int:
+    if world(group)[1] == 1:
+        return n_local
+    device = "cuda" if torch.distributed.get_backend(group) == "nccl" else "cpu"
+    return int(all_reduce_sum(torch.tensor([float(n_local)], dtype=torch.float64, device=device), group).item())
 
 
 def global_sum(x: Tensor, group=None) -> Tensor:
@@ -81,7 +83,7 @@ def balance_loss(probs: Tensor, expert: Tensor, selected: Tensor, num_experts: i
     c_e = fraction of tokens routed to e, every chosen slot counted (before capacity)."""
     n = global_tokens(probs.shape[0], group)
     m = global_sum(probs.sum(0), group) / n
-    counts = torch.zeros(num_experts, dtype=probs.dtype).index_add_(
+    counts = probs.new_zeros(num_experts).index_add_(
         0, expert[selected], torch.ones_like(expert[selected], dtype=probs.dtype))
     c = global_sum(counts, group).detach() / n
     return num_experts * (m * c).sum()
