@@ -99,7 +99,7 @@ class GAGAReplication(Replication):
         optimizer = torch.optim.Adam(model.parameters(), lr=m.lr, weight_decay=m.wd)
         summary = fit(forward, model, data["y"], train_idx, val_idx, optimizer,
                       max_epochs=cfg.scale.max_epochs or protocol.max_epochs,
-                      patience=cfg.scale.patience or protocol.patience,
+                      patience=cfg.scale.patience or cfg.dataset.get("patience") or protocol.patience,
                       batch_size=m.get("batch_size"), log=log, class_weight=weight)
         summary["split"] = seed if len(graph.splits) > 1 else "seed-717 40/10/50"
         if "grouping_seconds" in data:

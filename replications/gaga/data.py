@@ -52,13 +52,15 @@ YELPCHI = MatDataset(
     BlobFile("YelpChi.zip", "https://github.com/YingtongDou/CARE-GNN/raw/master/data/YelpChi.zip",
              "cefd1e52f05415a3426ad64bbcd136d81b81d64a"),
     "YelpChi.mat", ("net_rsr", "net_rtr", "net_rur"),
-    note="CARE-GNN (Dou et al., CIKM 2020) data/YelpChi.zip; see shared/data/YelpChi/PROVENANCE.md.")
+    note="CARE-GNN (Dou et al., CIKM 2020) data/YelpChi.zip; see YelpChi/PROVENANCE.md in the data mirror. "
+         "(DGL's https://data.dgl.ai/dataset/FraudYelp.zip, which the official GAGA code reads, is not pinned.)")
 AMAZON = MatDataset(
     "amazon", "Amazon",
     BlobFile("Amazon.zip", "https://github.com/YingtongDou/CARE-GNN/raw/master/data/Amazon.zip",
              "9f5cbfdec3269139b1d030783fc25757074be405"),
     "Amazon.mat", ("net_upu", "net_usu", "net_uvu"), unlabelled_below=3305,
-    note="CARE-GNN data/Amazon.zip; see shared/data/Amazon/PROVENANCE.md.")
+    note="CARE-GNN data/Amazon.zip; see Amazon/PROVENANCE.md in the data mirror. "
+         "(DGL's https://data.dgl.ai/dataset/FraudAmazon.zip, which the official GAGA code reads, is not pinned.)")
 TFINANCE_NOTE = (
     "T-Finance is NOT a dataset of the GAGA paper (its abstract names two public datasets and an industrial "
     "one; see the fact sheet). It comes from BWGNN (Tang et al., ICML 2022), whose README points to a Google "
