@@ -28,8 +28,12 @@ lint: venv
 smoke: venv
 	for p in $(PAPERS); do $(PY) -m replications.replicate $$p scale=smoke tracker=none $(NARROW) || exit 1; done
 
-replicate-%: venv
-	$(PY) -m replications.replicate $* $(NARROW) $(ARGS)
+# One explicit rule per paper (make never applies pattern rules to .PHONY targets).
+define REPLICATE_RULE
+replicate-$(1): venv
+	$$(PY) -m replications.replicate $(1) $$(NARROW) $$(ARGS)
+endef
+$(foreach p,$(PAPERS),$(eval $(call REPLICATE_RULE,$(p))))
 
 report: venv
 	$(PY) -m shared.report

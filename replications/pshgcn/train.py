@@ -8,6 +8,7 @@ loss, which we obtain by restoring the parameters of that epoch before ``evaluat
 from __future__ import annotations
 
 import copy
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -89,8 +90,9 @@ def fit(model: nn.Module, inputs: tuple, y: Tensor, split: Split, multilabel: bo
         with torch.no_grad():
             return model(*inputs)
 
-    bar = tqdm(range(max_epochs), desc="epochs", leave=False, mininterval=2)
+    bar = tqdm(range(max_epochs), desc="epochs", leave=False, mininterval=10)
     train_loss, stopped, epoch = float("nan"), False, 0
+    started = time.perf_counter()
     for epoch in bar:
         reuse = dropout_first_epoch_only and epoch > 0
         model.train(not reuse)
@@ -109,4 +111,6 @@ def fit(model: nn.Module, inputs: tuple, y: Tensor, split: Split, multilabel: bo
     if not stopped and dropout_first_epoch_only:
         record(evaluate_now(), epoch, train_loss)  # the last step's weights still need their evaluation
     model.load_state_dict(best["state"])
-    return {"best_epoch": best["epoch"], "best_val_loss": best["val_loss"], "epochs_run": epoch + 1}
+    seconds = time.perf_counter() - started
+    return {"best_epoch": best["epoch"], "best_val_loss": best["val_loss"], "epochs_run": epoch + 1,
+            "seconds_per_epoch": round(seconds / (epoch + 1), 4)}
