@@ -42,7 +42,7 @@ report: venv
 sweep-pshgcn: venv
 	$(PY) -m replications --multirun paper=pshgcn dataset=$(or $(dataset),dblp) \
 	  'seed=range(1,6)' 'model.lr=0.003,0.006,0.012' 'model.K=3,5' \
-	  'results_dir=multirun/pshgcn-sweep/$${now:%Y-%m-%d_%H-%M-%S}' $(ARGS)
+	  'results_dir=$${hydra:runtime.output_dir}' $(ARGS)
 
 bench-pshgcn: venv
 	$(PY) -m replications.pshgcn.bench

@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from shared.atomic import atomic_path, write_text_atomic
 
 ROOT = Path(__file__).resolve().parents[1] / "results"
@@ -24,7 +26,7 @@ def load_results(root: Path = ROOT) -> list[dict[str, Any]]:
     records = []
     for path in sorted(root.glob("*/*/*.json")):
         record = json.loads(path.read_text())
-        if record.get("complete") and record.get("scale") == "full":
+        if isinstance(record, dict) and record.get("complete") and record.get("scale") == "full":
             records.append(record)
     return records
 
@@ -77,6 +79,12 @@ def plot_paper(paper: str, records: list[dict[str, Any]], out: Path) -> None:
     plt.close(fig)
 
 
+def paper_info(paper: str) -> dict[str, Any]:
+    """Title, code and notes from the paper's paper.yaml (read as data; shared/ imports no paper code)."""
+    path = ROOT.parent / "replications" / paper / "paper.yaml"
+    return yaml.safe_load(path.read_text()) if path.exists() else {}
+
+
 def build(root: Path = ROOT) -> str:
     records = load_results(root)
     parts = [
@@ -92,7 +100,15 @@ def build(root: Path = ROOT) -> str:
     for paper in sorted({r["paper"] for r in records}):
         mine = [r for r in records if r["paper"] == paper]
         plot_paper(paper, mine, root / paper / "reproduced_vs_reported.png")
-        parts.append(f"## {paper}\n\n![{paper}]({paper}/reproduced_vs_reported.png)\n")
+        parts.append(f"## {paper}\n")
+        info = paper_info(paper)
+        if info:
+            code = info.get("code") or {}
+            parts.append(f"*{info.get('title', '')}* ({info.get('venue', '')}); official code {code.get('url', '—')}"
+                         f" @ {str(code.get('commit', ''))[:10]}.\n")
+            if info.get("notes"):
+                parts.append(info["notes"].strip() + "\n")
+        parts.append(f"![{paper}]({paper}/reproduced_vs_reported.png)\n")
         bench = root / paper / "BENCHMARK.md"
         if bench.exists():
             parts.append(f"Benchmark: [{paper}/BENCHMARK.md]({paper}/BENCHMARK.md)\n")
