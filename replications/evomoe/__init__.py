@@ -9,7 +9,6 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from replications.evomoe import data as wdata
-from replications.evomoe import report
 from replications.evomoe.model import GPT
 from replications.evomoe.train import fit, perplexity
 from shared.replication import LogFn, Replication
@@ -53,6 +52,8 @@ class EvoMoEReplication(Replication):
 
     def after_replicate(self, cfg: DictConfig) -> None:
         """Called by `python -m replications.replicate evomoe`: the table, claim check and curves."""
+        from replications.evomoe import report  # lazy: keeps `python -m replications.evomoe.report` warning-free
+
         report.main([str(result_path(cfg).parents[2])])
 
 
