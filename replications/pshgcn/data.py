@@ -49,7 +49,7 @@ def features(data: HeteroData, device: str) -> dict[str, torch.Tensor | tuple[to
             continue
         x = data[t].x.to(device)
         if float((x != 0).float().mean()) < SPARSE_BELOW:
-            out[t] = (x.to_sparse().coalesce(), x.t().to_sparse().coalesce())
+            out[t] = (x.to_sparse_csr(), x.t().contiguous().to_sparse_csr())
         else:
             out[t] = x
     return out
