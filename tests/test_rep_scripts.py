@@ -1,0 +1,38 @@
+"""The sweep selector picks on validation MRR only; the results table renders before/after/delta."""
+
+from __future__ import annotations
+
+import json
+
+from replications.rep import select, table
+
+
+def record(alpha: float, val: float, test: float) -> dict:
+    names = [f"{s}_{m}_{st}" for s in ("val", "test") for m in ("mrr", "mr", "hits1", "hits3", "hits10")
+             for st in ("base", "rep")] + [f"test_{m}_delta" for m in ("mrr", "hits1", "hits3", "hits10")]
+    agg = {n: {"mean": 0.1, "std": 0.0} for n in names}
+    agg["val_mrr_rep"] = {"mean": val, "std": 0.0}
+    agg["test_mrr_rep"] = {"mean": test, "std": 0.0}
+    run = {"train": {"rep": {"alpha": alpha, "khop": 2, "neighbor_norm": False}, "train_seconds": 10.0,
+                     "rep_seconds": 0.5}}
+    return {"complete": True, "scale": "full", "dataset": "wn18rr", "model": "transe", "aggregate": agg,
+            "runs": [run, run]}
+
+
+def test_select_uses_validation_not_test(tmp_path, capsys) -> None:
+    for alpha, val, test in ((0.5, 0.30, 0.99), (0.9, 0.31, 0.10)):  # best test is the worse validation
+        path = tmp_path / f"a{alpha}" / "rep" / "wn18rr" / "transe.json"
+        path.parent.mkdir(parents=True)
+        path.write_text(json.dumps(record(alpha, val, test)))
+    assert select.main([str(tmp_path)]) == 0
+    assert "selected on val_mrr_rep: alpha=0.9" in capsys.readouterr().out
+    assert select.main([str(tmp_path / "missing")]) == 1
+
+
+def test_table_renders_one_row_per_file(tmp_path) -> None:
+    path = tmp_path / "rep" / "wn18rr" / "transe.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(record(0.7, 0.3, 0.3)))
+    assert table.main([str(tmp_path)]) == 0
+    text = (tmp_path / "rep" / "README.md").read_text()
+    assert "| wn18rr | transe | 0.7 / 2 |" in text and "5.0%" in text  # REP/train = 0.5 / 10
