@@ -35,3 +35,13 @@ def compose_cfg(*overrides: str):
 
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
         return compose("config", overrides=list(overrides))
+
+
+@pytest.fixture(scope="module")
+def module_cache(tmp_path_factory) -> Path:
+    """One cache per test module: real datasets are parsed once (DBLP's node.dat is 127 MB)."""
+    mp = pytest.MonkeyPatch()
+    cache = tmp_path_factory.mktemp("cache")
+    mp.setenv("REPLICATIONS_CACHE", str(cache))
+    yield cache
+    mp.undo()

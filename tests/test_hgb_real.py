@@ -9,12 +9,8 @@ from tests.conftest import needs_mirror
 
 
 @pytest.fixture(scope="module", autouse=True)
-def shared_cache(tmp_path_factory):
-    # Parse each dataset once for this module (DBLP's node.dat is 127 MB).
-    mp = pytest.MonkeyPatch()
-    mp.setenv("REPLICATIONS_CACHE", str(tmp_path_factory.mktemp("hgb-cache")))
-    yield
-    mp.undo()
+def _cache(module_cache):
+    return module_cache
 
 
 @needs_mirror

@@ -12,11 +12,8 @@ pytestmark = [needs_mirror, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module", autouse=True)
-def shared_cache(tmp_path_factory):
-    mp = pytest.MonkeyPatch()
-    mp.setenv("REPLICATIONS_CACHE", str(tmp_path_factory.mktemp("pshgcn-cache")))
-    yield
-    mp.undo()
+def _cache(module_cache):
+    return module_cache
 
 
 def _run(tmp_path, *overrides):

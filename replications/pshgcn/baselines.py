@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 from torch import Tensor, nn
 from torch_geometric.data import HeteroData
@@ -47,41 +49,36 @@ class RGCN(nn.Module):
         return self.out(self.dropout(h[self.target_slice]))
 
 
-class HGT(nn.Module):
+class HeteroDictGNN(nn.Module):
+    """Typed projection -> layers of a heterogeneous conv on per-type feature dicts -> linear classifier."""
+
+    def __init__(self, data: HeteroData, hidden: int, layers: int, dropout: float,
+                 make_conv: Callable[[], nn.Module]) -> None:
+        super().__init__()
+        self.project = TypeProjection(_in_dims(data), {t: data[t].num_nodes for t in data.node_types}, hidden)
+        self.convs = nn.ModuleList(make_conv() for _ in range(layers))
+        self.edge_index = {et: data[et].edge_index for et in data.edge_types}
+        self.out = nn.Linear(hidden, data.num_classes)
+        self.dropout = nn.Dropout(dropout)
+        self.target = data.target_type
+
+    def forward(self, x: dict[str, Tensor], _adjs=None) -> Tensor:
+        h = {t: self.dropout(v) for t, v in self.project(x).items()}
+        for conv in self.convs:
+            h = {t: self.dropout(torch.relu(v)) for t, v in conv(h, self.edge_index).items()}
+        return self.out(h[self.target])
+
+
+class HGT(HeteroDictGNN):
     """Heterogeneous Graph Transformer (Hu et al. 2020), PyG's HGTConv."""
 
     def __init__(self, data: HeteroData, hidden: int, layers: int, heads: int, dropout: float) -> None:
-        super().__init__()
-        self.project = TypeProjection(_in_dims(data), {t: data[t].num_nodes for t in data.node_types}, hidden)
-        self.convs = nn.ModuleList(HGTConv(hidden, hidden, data.metadata(), heads=heads) for _ in range(layers))
-        self.edge_index = {et: data[et].edge_index for et in data.edge_types}
-        self.out = nn.Linear(hidden, data.num_classes)
-        self.dropout = nn.Dropout(dropout)
-        self.target = data.target_type
-
-    def forward(self, x: dict[str, Tensor], _adjs=None) -> Tensor:
-        h = {t: self.dropout(v) for t, v in self.project(x).items()}
-        for conv in self.convs:
-            h = {t: self.dropout(torch.relu(v)) for t, v in conv(h, self.edge_index).items()}
-        return self.out(h[self.target])
+        super().__init__(data, hidden, layers, dropout, lambda: HGTConv(hidden, hidden, data.metadata(), heads=heads))
 
 
-class RSAGE(nn.Module):
+class RSAGE(HeteroDictGNN):
     """Relational GraphSAGE: one SAGEConv (mean aggregation) per edge type, summed per node type (HeteroConv)."""
 
     def __init__(self, data: HeteroData, hidden: int, layers: int, dropout: float) -> None:
-        super().__init__()
-        self.project = TypeProjection(_in_dims(data), {t: data[t].num_nodes for t in data.node_types}, hidden)
-        self.convs = nn.ModuleList(
-            HeteroConv({et: SAGEConv(hidden, hidden) for et in data.edge_types}, aggr="sum") for _ in range(layers)
-        )
-        self.edge_index = {et: data[et].edge_index for et in data.edge_types}
-        self.out = nn.Linear(hidden, data.num_classes)
-        self.dropout = nn.Dropout(dropout)
-        self.target = data.target_type
-
-    def forward(self, x: dict[str, Tensor], _adjs=None) -> Tensor:
-        h = {t: self.dropout(v) for t, v in self.project(x).items()}
-        for conv in self.convs:
-            h = {t: self.dropout(torch.relu(v)) for t, v in conv(h, self.edge_index).items()}
-        return self.out(h[self.target])
+        super().__init__(data, hidden, layers, dropout,
+                         lambda: HeteroConv({et: SAGEConv(hidden, hidden) for et in data.edge_types}, aggr="sum"))
