@@ -46,7 +46,9 @@ def test_relation_matrices_are_row_stochastic_where_rows_have_edges():
         assert torch.equal(a_t.to_dense(), dense.t())
 
 
-def test_filter_equals_dense_reference_and_its_gradient():
+@pytest.mark.parametrize("block_columns", [4, 8, 1024])  # one chain per block, merged pairs, one block
+def test_filter_equals_dense_reference_and_its_gradient(monkeypatch, block_columns):
+    monkeypatch.setattr("replications.pshgcn.model.BLOCK_COLUMNS", block_columns)
     data, cfg = _toy_graph()
     adjs = relation_matrices(data, cfg)
     dense = {k: a.to_dense() for k, (a, _) in adjs.items()}

@@ -18,27 +18,17 @@ warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta"
 Word = tuple[str, ...]  # ("AP", "PT") stands for P_AP @ P_PT
 
 
-CHUNK = 1024  # columns per sparse matmul: keeps the dense operand's rows in cache for very wide inputs
-
-
-def spmm(a: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-    """CSR @ dense; inputs wider than 2 * CHUNK go in column blocks (2x faster for ACM's P-K relation)."""
-    if x.shape[1] <= 2 * CHUNK:
-        return torch.sparse.mm(a, x)
-    return torch.cat([torch.sparse.mm(a, x[:, i : i + CHUNK].contiguous()) for i in range(0, x.shape[1], CHUNK)], 1)
-
-
 class SparseMatrix(torch.autograd.Function):
     """y = A @ x for a constant sparse A, with A^T precomputed so backward needs no transpose or sort."""
 
     @staticmethod
     def forward(ctx, a: torch.Tensor, a_t: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
         ctx.a_t = a_t
-        return spmm(a, x)
+        return torch.sparse.mm(a, x)
 
     @staticmethod
     def backward(ctx, grad: torch.Tensor):
-        return None, None, spmm(ctx.a_t, grad)
+        return None, None, torch.sparse.mm(ctx.a_t, grad)
 
 
 def relation_matrices(data: HeteroData, model_cfg: DictConfig) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:

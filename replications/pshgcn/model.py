@@ -44,9 +44,10 @@ class PolynomialFilter(nn.Module):
     """h(P) X = theta_0 X + sum_w theta_w P_w X over all relation chains w of length 1..K.
 
     Computed level by level: the level-k terms that start with relation r are P_r applied to every
-    level-(k-1) term starting at r's destination type, stacked side by side, so each level costs one
-    wide sparse matmul per relation instead of one per word. Coefficients follow the official word
-    order (``enumerate_words``); the transposed pass gives chain c the coefficient of its transpose.
+    level-(k-1) term starting at r's destination type. Terms travel in blocks of chains stacked side
+    by side (up to BLOCK_COLUMNS columns), so one sparse matmul serves several words without ever
+    re-copying a whole level. Coefficients follow the official word order (``enumerate_words``); the
+    transposed pass gives chain c the coefficient of its transpose.
     """
 
     def __init__(self, relations: list[str], order: int) -> None:
@@ -77,26 +78,43 @@ class PolynomialFilter(nn.Module):
                 out_letters: set[str]) -> dict[str, Tensor]:
         """x and the result are keyed by node-type letter; only ``out_letters`` are returned."""
         hidden = next(iter(x.values())).shape[1]
+        per_block = max(1, BLOCK_COLUMNS // hidden)  # chains side by side in one sparse matmul
         out = {s: self.theta[0] * x[s] for s in out_letters}
-        prev = {s: v.unsqueeze(1) for s, v in x.items()}  # level 0: the empty chain
+        prev = {s: [v.unsqueeze(1)] for s, v in x.items()}  # level 0: one block holding the empty chain
         for k in range(1, self.order + 1):
-            last = k == self.order
             cur = {}
             for s, rels in self.from_letter.items():
-                if last and s not in out_letters:
+                if k == self.order and s not in out_letters:
                     continue  # the final level only matters where it is read
-                parts = [
-                    SparseMatrix.apply(*adjs[r], prev[r[1]].reshape(prev[r[1]].shape[0], -1))
-                    for r in rels if r[1] in prev
+                blocks = [
+                    SparseMatrix.apply(*adjs[r], b.reshape(b.shape[0], -1)).view(-1, b.shape[1], hidden)
+                    for r in rels if r[1] in prev for b in prev[r[1]]
                 ]
-                if not parts:
+                if not blocks:
                     continue
-                cur[s] = torch.cat(parts, 1).view(parts[0].shape[0], -1, hidden)
+                cur[s] = _merge(blocks, per_block)
                 if s in out_letters:
                     coef = self.theta[getattr(self, f"idx_{'t_' if transposed else ''}{k}_{s}")]
-                    out[s] = out[s] + torch.einsum("nmh,m->nh", cur[s], coef)
+                    terms = (term for b in cur[s] for term in b.unbind(1))  # chains in stacking order
+                    for j, term in enumerate(terms):
+                        out[s] = torch.addcmul(out[s], term, coef[j])
             prev = cur
         return out
+
+
+BLOCK_COLUMNS = 1024  # wide enough to amortise a sparse matmul, narrow enough to keep rows in cache
+
+
+def _merge(blocks: list[Tensor], per_block: int) -> list[Tensor]:
+    """Concatenate consecutive (n, m, h) blocks while they hold at most `per_block` chains together."""
+    merged, pending = [], []
+    for b in blocks:
+        if pending and sum(p.shape[1] for p in pending) + b.shape[1] > per_block:
+            merged.append(pending[0] if len(pending) == 1 else torch.cat(pending, 1))
+            pending = []
+        pending.append(b)
+    merged.append(pending[0] if len(pending) == 1 else torch.cat(pending, 1))
+    return merged
 
 
 class PSHGCN(nn.Module):
