@@ -59,6 +59,7 @@ def run(cfg: DictConfig, replication: Replication) -> dict[str, Any]:
         if e["value"] is not None
     }
     tracker = make_tracker(cfg)
+    env = environment()  # at the start: the commit that actually runs, even if HEAD moves meanwhile
     started = time.perf_counter()
     data = replication.load_data(cfg)
     data_seconds = time.perf_counter() - started
@@ -91,7 +92,7 @@ def run(cfg: DictConfig, replication: Replication) -> dict[str, Any]:
         "wall_seconds": round(time.perf_counter() - started, 2),
         "data_seconds": round(data_seconds, 2),
         "peak_memory_mb": round(peak_memory_mb(), 1),
-        "environment": environment(),
+        "environment": env,
         "config": OmegaConf.to_container(cfg, resolve=True),
     }
     path = result_path(cfg)
