@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -12,7 +13,7 @@ import pytest
 from replications.gaga import data as gdata
 from shared.data import DataError
 
-MIRROR = Path(__file__).resolve().parents[2] / "shared" / "data"
+MIRROR = Path(os.environ.get("REPLICATIONS_MIRROR") or Path(__file__).resolve().parents[2] / "shared" / "data")
 
 
 def test_official_split_sizes_and_amazon_exclusion():

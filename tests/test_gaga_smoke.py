@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from shared.runner import run
 sys.path.insert(0, str(Path(__file__).parent))
 from test_gaga_learning import cfg_for, planted_graph, run_model  # noqa: E402
 
-MIRROR = Path(__file__).resolve().parents[2] / "shared" / "data"
+MIRROR = Path(os.environ.get("REPLICATIONS_MIRROR") or Path(__file__).resolve().parents[2] / "shared" / "data")
 
 
 @pytest.mark.slow
