@@ -97,6 +97,15 @@ def build(root: Path = ROOT) -> str:
         *table_rows(records),
         "",
     ]
+    partial = sorted(root.glob("*/*/*.partial.json"))
+    if partial:
+        parts.append("**Unfinished runs** (not in the table; `make replicate-<paper>` resumes them):\n")
+        for path in partial:
+            saved = json.loads(path.read_text())
+            cfg = saved["config"]
+            total = len(cfg["seed"] and [cfg["seed"]] or cfg["scale"]["seeds"] or cfg["paper"]["protocol"]["seeds"])
+            parts.append(f"- {path.relative_to(root)}: {len(saved['runs'])} of {total} seeds done")
+        parts.append("")
     for paper in sorted({r["paper"] for r in records}):
         mine = [r for r in records if r["paper"] == paper]
         plot_paper(paper, mine, root / paper / "reproduced_vs_reported.png")

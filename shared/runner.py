@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,22 @@ def result_path(cfg: DictConfig) -> Path:
     return root / cfg.paper.name / cfg.dataset.name / f"{cfg.model.name}.json"
 
 
+def partial_path(cfg: DictConfig) -> Path:
+    return result_path(cfg).with_suffix(".partial.json")
+
+
+def resumable_runs(cfg: DictConfig, config: dict[str, Any]) -> list[dict[str, Any]]:
+    """Seeds already finished by an interrupted run with exactly this config (else none)."""
+    path = partial_path(cfg)
+    if not path.exists():
+        return []
+    saved = json.loads(path.read_text())
+    if saved.get("config") != config:
+        print(f"note: ignoring {path}: it was made with a different config")
+        return []
+    return saved["runs"]
+
+
 def check_choices(cfg: DictConfig) -> None:
     valid = list(cfg.paper.datasets)
     if cfg.dataset.name not in valid:
@@ -64,8 +81,15 @@ def run(cfg: DictConfig, replication: Replication) -> dict[str, Any]:
     data = replication.load_data(cfg)
     data_seconds = time.perf_counter() - started
 
+    config = OmegaConf.to_container(cfg, resolve=True)
+    done = {r["seed"]: r for r in resumable_runs(cfg, config)}
     per_seed, runs = [], []
     for seed in seeds_of(cfg):
+        if seed in done:  # finished by an interrupted earlier run of this exact config
+            runs.append(done[seed])
+            per_seed.append(done[seed]["metrics"])
+            print(f"[{cfg.paper.name}/{cfg.dataset.name}/{cfg.model.name}] seed {seed}: resumed from {partial_path(cfg)}")
+            continue
         seed_everything(seed)
         tracker.start(cfg, seed)
         t0 = time.perf_counter()
@@ -75,7 +99,10 @@ def run(cfg: DictConfig, replication: Replication) -> dict[str, Any]:
         seconds = time.perf_counter() - t0
         tracker.finish(metrics, reported)
         per_seed.append(metrics)
-        runs.append({"seed": seed, "metrics": metrics, "train": summary, "wall_seconds": round(seconds, 2)})
+        runs.append({"seed": seed, "metrics": metrics, "train": summary, "wall_seconds": round(seconds, 2),
+                     "git_commit": env["git_commit"]})
+        # Seeds finished so far, clearly incomplete: lets a long protocol resume after an interruption.
+        write_json_atomic(partial_path(cfg), {"complete": False, "runs": runs, "config": config})
         print(f"[{cfg.paper.name}/{cfg.dataset.name}/{cfg.model.name}] seed {seed}: "
               + ", ".join(f"{k}={v:.4f}" for k, v in metrics.items()) + f" ({seconds:.1f}s)")
 
@@ -89,14 +116,15 @@ def run(cfg: DictConfig, replication: Replication) -> dict[str, Any]:
         "comparison": compare(paper, cfg.dataset.name, cfg.model.name, agg),
         "aggregate": agg,
         "runs": runs,
-        "wall_seconds": round(time.perf_counter() - started, 2),
+        "wall_seconds": round(data_seconds + sum(r["wall_seconds"] for r in runs), 2),
         "data_seconds": round(data_seconds, 2),
         "peak_memory_mb": round(peak_memory_mb(), 1),
         "environment": env,
-        "config": OmegaConf.to_container(cfg, resolve=True),
+        "config": config,
     }
     path = result_path(cfg)
     write_json_atomic(path, record)  # all seeds done: only now does a result file appear
+    partial_path(cfg).unlink(missing_ok=True)
     print(format_rows(record))
     print(f"wrote {path}")
     return record

@@ -83,8 +83,22 @@ def test_same_seed_same_numbers(tmp_path, paper_file):
     assert [r["metrics"] for r in a["runs"]] == [r["metrics"] for r in b["runs"]]
 
 
-def test_interrupted_run_leaves_no_result(tmp_path, paper_file):
+def test_interrupted_run_leaves_no_result_and_resumes(tmp_path, paper_file):
     with pytest.raises(RuntimeError, match="interrupted"):
         run(_cfg(tmp_path), Toy(paper_file, fail_at_seed=2))
-    assert not list((tmp_path / "results").rglob("*.json"))
-    assert not list((tmp_path / "results").rglob("*.part"))
+    folder = tmp_path / "results" / "pshgcn" / "dblp"
+    assert not (folder / "pshgcn.json").exists() and not list(folder.rglob("*.part"))
+    partial = json.loads((folder / "pshgcn.partial.json").read_text())
+    assert partial["complete"] is False and [r["seed"] for r in partial["runs"]] == [1]
+
+    resumed = run(_cfg(tmp_path), Toy(paper_file))
+    fresh = run(_cfg(tmp_path / "fresh"), Toy(paper_file))
+    assert [r["metrics"] for r in resumed["runs"]] == [r["metrics"] for r in fresh["runs"]]
+    assert (folder / "pshgcn.json").exists() and not (folder / "pshgcn.partial.json").exists()
+
+
+def test_partial_of_another_config_is_ignored(tmp_path, paper_file):
+    with pytest.raises(RuntimeError):
+        run(_cfg(tmp_path), Toy(paper_file, fail_at_seed=2))
+    record = run(_cfg(tmp_path, "model.lr=0.5"), Toy(paper_file))  # other config: all seeds rerun
+    assert all("git_commit" in r for r in record["runs"])
