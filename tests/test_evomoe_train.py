@@ -83,3 +83,23 @@ def test_smoke_run_on_the_mirror_writes_results_and_the_table(tmp_path, fresh_ca
     assert json.loads((tmp_path / "evomoe" / "wikitext2" / "evomoe.json").read_text())["runs"][0]["train"]["curve"]
     assert report.main([str(tmp_path)]) == 0
     assert (tmp_path / "evomoe" / "wikitext2_curves.png").stat().st_size > 0
+
+
+def test_merge_seeds_recomputes_the_aggregate(tmp_path):
+    from replications.evomoe.merge_seeds import merge
+
+    def record(seed: int, ppl: float) -> dict:
+        return {"paper": "evomoe", "dataset": "wikitext2", "model": "switch", "scale": "full", "complete": True,
+                "runs": [{"seed": seed, "metrics": {"test_ppl": ppl}, "train": {}, "wall_seconds": 1.0}],
+                "wall_seconds": 2.0, "data_seconds": 1.0, "peak_memory_mb": 10.0, "config": {"seed": seed}}
+
+    paths = []
+    for seed, ppl in [(2, 110.0), (1, 100.0), (3, 120.0)]:
+        paths.append(tmp_path / f"s{seed}.json")
+        paths[-1].write_text(json.dumps(record(seed, ppl)))
+    merged = merge(paths)
+    assert [r["seed"] for r in merged["runs"]] == [1, 2, 3]
+    assert merged["aggregate"]["test_ppl"]["mean"] == pytest.approx(110.0)
+    assert merged["aggregate"]["test_ppl"]["n"] == 3 and merged["wall_seconds"] == 6.0
+    with pytest.raises(ValueError, match="twice"):
+        merge(paths + paths[:1])
