@@ -35,6 +35,9 @@ replicate-$(1): venv
 endef
 $(foreach p,$(PAPERS),$(eval $(call REPLICATE_RULE,$(p))))
 
+replicate-%:
+	@echo "unknown paper '$*'; valid: $(PAPERS)" >&2; exit 2
+
 report: venv
 	$(PY) -m shared.report
 
