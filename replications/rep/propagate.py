@@ -6,7 +6,9 @@ Per hop, for every entity e with at least one training triple:
 all entities from the previous hop's table at once (``rep.py`` writes a fresh array per hop).
 Isolated entities and relation embeddings are never changed. Aggregation is the mean (default) or,
 with ``degree_weighted``, a sum with weights indeg(u)^degree_w normalised over e's neighbours, where
-indeg(u) = 1 + #training triples with u as tail (``rep.py: get_indegree``).
+indeg(u) = 1 + #training triples with u as tail (``rep.py: get_indegree``). (``rep.py``'s RotatE branch
+with ``neighbor_norm`` uses an undefined variable; here the weights apply to the rotated contexts, as
+in its TransE and DistMult branches. The official configs use ``neighbor_norm`` only for WN18RR TransE.)
 
 Vectorised: f is affine in u for a fixed (r, dir) (``KGE.context_parts``), so the weighted sum over
 the neighbours sharing one (e, r, dir) "group" is f applied to the weighted sum of their embeddings.
