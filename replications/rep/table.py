@@ -57,6 +57,9 @@ def render(records: list[dict[str, Any]]) -> str:
         "|" + "---|" * len(head),
     ]
     lines += [row(r) for r in records]
+    cut = [f"{r['dataset']}/{r['model']} (missing seeds {r['missing_seeds']})" for r in records if r.get("missing_seeds")]
+    if cut:
+        lines += ["", "Incomplete protocol (fewer seeds than conf/paper/rep.yaml lists): " + "; ".join(cut) + "."]
     return "\n".join(lines) + "\n"
 
 
