@@ -39,9 +39,12 @@ def merge(records: list[dict]) -> dict:
         raise ValueError(f"duplicate seeds: {seeds}")
     agg = aggregate([run["metrics"] for run in runs])
     config = dict(first["config"], seed=None)
+    planned = list(config.get("scale", {}).get("seeds") or config.get("paper", {}).get("protocol", {}).get("seeds") or seeds)
+    missing = sorted(set(planned) - set(seeds))
     return {
         "paper": first["paper"], "dataset": first["dataset"], "model": first["model"], "scale": first["scale"],
-        "complete": True,
+        # complete only when every planned seed is in: a partial merge never reaches the shared report
+        "complete": not missing, "seeds_missing": missing,
         "comparison": compare(load_paper(PAPER_FILE), first["dataset"], first["model"], agg),
         "aggregate": agg, "runs": runs,
         "wall_seconds": round(sum(r["wall_seconds"] for r in records), 2),
@@ -67,9 +70,11 @@ def table(dataset: str, results: Path = ROOT / "results") -> str:
              "| model | AUC | AP | F1-macro | n | epochs run (mean) | wall min |", "|---|---|---|---|---|---|---|"]
     for name in [m for m in MODEL_ORDER if m in found] + sorted(set(found) - set(MODEL_ORDER)):
         r = found[name]
-        if not r.get("complete") or r.get("scale") != "full":
+        if r.get("scale") != "full":
             continue
         a = r["aggregate"]
+        if r.get("seeds_missing"):
+            name = f"{name} (partial: seeds {r['seeds_missing']} missing)"
         cell = " | ".join(f"{a[m]['mean']:.2f} ± {a[m]['std']:.2f}" for m in ("test_auc", "test_ap", "test_f1_macro"))
         epochs = sum(run["train"]["epochs_run"] for run in r["runs"]) / len(r["runs"])
         lines.append(f"| {name} | {cell} | {a['test_auc']['n']} | {epochs:.0f} | {r['wall_seconds'] / 60:.1f} |")
