@@ -19,7 +19,7 @@ from shared.runner import PROJECT_ROOT
 
 DATASETS = ["dblp", "acm", "imdb", "aminer"]
 MODELS = ["pshgcn", "rgcn", "rsage"]
-EPOCHS = 20
+EPOCHS = 10
 OUT = PROJECT_ROOT / "results" / "pshgcn"
 
 
