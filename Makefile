@@ -9,7 +9,7 @@ PAPERS := $(patsubst replications/%/paper.yaml,%,$(wildcard replications/*/paper
 # `make replicate-pshgcn dataset=acm` narrows a replication to one dataset (or model=...).
 NARROW := $(if $(dataset),dataset=$(dataset)) $(if $(model),model=$(model))
 
-.PHONY: venv test smoke report lint sweep-pshgcn bench-pshgcn clean-cache $(addprefix replicate-,$(PAPERS))
+.PHONY: venv test smoke report lint clean-cache $(addprefix replicate-,$(PAPERS))
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml constraints.txt
@@ -41,14 +41,13 @@ replicate-%:
 report: venv
 	$(PY) -m shared.report
 
-# Hydra multirun: 5 seeds x a small grid around the official DBLP values, selecting on validation.
-sweep-pshgcn: venv
-	$(PY) -m replications --multirun paper=pshgcn dataset=$(or $(dataset),dblp) \
-	  'seed=range(1,6)' 'model.lr=0.003,0.006,0.012' 'model.K=3,5' \
-	  'results_dir=$${hydra:runtime.output_dir}' $(ARGS)
+# Hydra multirun over the grid in conf/sweep/<paper>.yaml (override its dataset with dataset=...).
+sweep-%: venv
+	$(PY) -m replications --multirun paper=$* +sweep=$* $(NARROW) $(ARGS)
 
-bench-pshgcn: venv
-	$(PY) -m replications.pshgcn.bench
+# Speed and memory benchmarks: replications/<package>/bench.py writes its figures under results/.
+bench-%: venv
+	$(PY) -m replications.$*.bench $(ARGS)
 
 clean-cache:
 	rm -rf $${REPLICATIONS_CACHE:-$$HOME/.cache/replications}

@@ -52,7 +52,7 @@ def relation_matrices(data: HeteroData, model_cfg: DictConfig) -> dict[str, tupl
         index = index.coalesce().indices()
         deg = torch.bincount(index[0], minlength=n_src).float()
         values = 1.0 / deg.clamp(min=1)[index[0]]
-        adj = torch.sparse_coo_tensor(index, values, (n_src, n_dst), is_coalesced=True)
+        adj = torch.sparse_coo_tensor(index, values, (n_src, n_dst), is_coalesced=True, check_invariants=False)
         adjs[name] = (adj.to_sparse_csr(), adj.t().coalesce().to_sparse_csr())
     return adjs
 
