@@ -7,7 +7,10 @@ import pytest
 from shared.merge import merge_records
 from shared.stats import summarize
 
-PAPER = "title: t\nreported:\n  - {dataset: d, model: m, metric: acc, value: 50.0, source: T1, verified: true}\ntolerances: {acc: 1.0}\n"
+PAPER = (
+    "title: t\nreported:\n  - {dataset: d, model: m, metric: acc, value: 50.0, source: T1, verified: true}\n"
+    "tolerances: {acc: 1.0}\n"
+)
 
 
 def _record(seed: int, acc: float, complete: bool = True) -> dict:
