@@ -8,6 +8,7 @@ result files of `make replicate-pshgcn`. Writes results/pshgcn/benchmark.json an
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -45,19 +46,23 @@ def measure(dataset: str, model: str, workdir: Path) -> dict:
 
 def main() -> int:
     rows = []
+    load_before = os.getloadavg()[0]  # a busy machine inflates every figure: record how busy it was
     with tempfile.TemporaryDirectory() as tmp:
         for dataset in DATASETS:
             for model in MODELS:
                 rows.append(measure(dataset, model, Path(tmp)))
                 print(rows[-1], flush=True)
     env = environment()
-    write_json_atomic(OUT / "benchmark.json", {"epochs_timed": EPOCHS, "rows": rows, "environment": env})
+    load = {"before": round(load_before, 2), "after": round(os.getloadavg()[0], 2)}
+    write_json_atomic(OUT / "benchmark.json", {"epochs_timed": EPOCHS, "load_average_1min": load, "rows": rows,
+                                               "environment": env})
     hw = env["hardware"]
     lines = [
         "# PSHGCN benchmark\n",
         f"`make bench-pshgcn` on {hw['cpu']} ({hw['cpu_count']} cores, {hw['torch_threads']} torch threads), "
         f"torch {env['versions'].get('torch')}, commit {str(env['git_commit'])[:10]}"
-        f"{' (dirty tree)' if env['git_dirty'] else ''}.",
+        f"{' (dirty tree)' if env['git_dirty'] else ''}; 1-minute load average {load['before']} before, "
+        f"{load['after']} after (2 = both cores busy).",
         f"Seconds per epoch = one training step plus the validation pass, averaged over {EPOCHS} epochs "
         "(first epoch included). Peak memory = the process's maximum resident set. The protocol columns come from "
         "the committed full runs (5 seeds, early stopping).\n",
