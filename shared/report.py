@@ -40,14 +40,16 @@ def table_rows(records: list[dict[str, Any]], test_only: bool = True) -> list[st
     for r in records:
         hw = r["environment"]["hardware"]
         hardware = hw.get("gpu") or f"{hw['cpu']} ({hw['torch_threads']} threads)"
+        missing = r.get("missing_seeds") or []
         for c in r["comparison"]:
             if test_only and not c["metric"].startswith("test"):
                 continue
             verified = {True: "yes", False: "no", None: "—"}[c["verified"]]
+            status = c["status"] + (f" (seeds {missing} still to run)" if missing else "")
             rows.append(
                 f"| {r['paper']} | {r['dataset']} | {r['model']} | {c['metric']} | {_fmt(c['reported'])} "
                 f"| {c['source'] or '—'} | {verified} | {c['reproduced_mean']:.2f} ± {c['reproduced_std']:.2f} "
-                f"(n={c['n']}) | {_fmt(c['difference'])} | {c['status']} | {hardware} "
+                f"(n={c['n']}) | {_fmt(c['difference'])} | {status} | {hardware} "
                 f"| {r['wall_seconds'] / 60:.1f} min |"
             )
     return rows
