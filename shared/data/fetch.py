@@ -1,0 +1,151 @@
+"""Fetch declared dataset files: local mirror first, then the official URL; always sha256-verified.
+
+Layout: a mirror (``$REPLICATIONS_MIRROR``) holds ``<folder>/<file>`` exactly like ``../shared/data``
+and is only ever read. Downloads and extracted archives live in the cache
+(``$REPLICATIONS_CACHE``, default ``~/.cache/replications``), written atomically.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import urllib.error
+import urllib.request
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tqdm.auto import tqdm
+
+from shared.atomic import atomic_path
+
+CHUNK = 1 << 20
+
+
+class DataError(RuntimeError):
+    """A dataset file is missing, corrupt or unreachable; the message says how to fix it."""
+
+
+@dataclass(frozen=True)
+class RemoteFile:
+    name: str  # path inside the dataset folder, as laid out in the mirror
+    url: str  # official download address
+    sha256: str
+    size: int | None = None  # bytes; lets a truncated file be named as such
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    name: str  # the name users type: dataset=dblp
+    folder: str  # folder in the mirror, e.g. "DBLP"
+    files: tuple[RemoteFile, ...]
+    note: str = ""  # shown in errors, e.g. where else to get it
+    meta: dict = field(default_factory=dict, hash=False, compare=False)
+
+
+def mirror_dir() -> Path | None:
+    value = os.environ.get("REPLICATIONS_MIRROR")
+    return Path(value).expanduser().resolve() if value else None
+
+
+def cache_dir() -> Path:
+    value = os.environ.get("REPLICATIONS_CACHE")
+    path = Path(value).expanduser() if value else Path.home() / ".cache" / "replications"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(CHUNK), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def verify(path: Path, remote: RemoteFile, origin: str) -> None:
+    """Raise DataError unless `path` has the declared size and sha256."""
+    actual_size = path.stat().st_size
+    if remote.size is not None and actual_size != remote.size:
+        kind = "truncated" if actual_size < remote.size else "too large"
+        raise DataError(
+            f"{path} ({origin}) is {kind}: {actual_size} bytes, expected {remote.size}.\n"
+            f"Fix: delete it and fetch again from {remote.url}"
+        )
+    actual = sha256_of(path)
+    if actual != remote.sha256:
+        raise DataError(
+            f"checksum mismatch for {path} ({origin}):\n  expected sha256 {remote.sha256}\n"
+            f"  actual   sha256 {actual}\n"
+            f"Fix: delete the file and fetch it again from {remote.url}; if it came from a mirror, "
+            "the mirror copy is not the official file."
+        )
+
+
+def _download(remote: RemoteFile, target: Path) -> None:
+    with atomic_path(target) as tmp:
+        try:
+            with urllib.request.urlopen(remote.url, timeout=60) as response, open(tmp, "wb") as out:
+                total = int(response.headers.get("Content-Length") or remote.size or 0) or None
+                with tqdm(total=total, unit="B", unit_scale=True, desc=f"download {remote.name}") as bar:
+                    for block in iter(lambda: response.read(CHUNK), b""):
+                        out.write(block)
+                        bar.update(len(block))
+        except (urllib.error.URLError, OSError, TimeoutError) as exc:
+            raise DataError(f"could not download {remote.url}: {exc}") from exc
+        verify(tmp, remote, origin=f"downloaded from {remote.url}")  # refused before the rename
+
+
+def fetch_file(spec: DatasetSpec, remote: RemoteFile) -> Path:
+    """Return a verified local path for one declared file (mirror, else cache, else download)."""
+    mirror = mirror_dir()
+    if mirror is not None:
+        candidate = mirror / spec.folder / remote.name
+        if candidate.exists():
+            verify(candidate, remote, origin=f"mirror {mirror}")
+            return candidate  # read in place: the mirror is never written
+    cached = cache_dir() / "downloads" / spec.folder / remote.name
+    if cached.exists():
+        verify(cached, remote, origin="cache")
+        return cached
+    try:
+        _download(remote, cached)
+    except DataError as exc:
+        where = (
+            f"not in the mirror ({mirror / spec.folder / remote.name})"
+            if mirror
+            else "REPLICATIONS_MIRROR is not set"
+        )
+        raise DataError(
+            f"dataset '{spec.name}': file '{remote.name}' is unavailable: {where}, and {exc}.\n"
+            f"Fix: connect to the internet, or download {remote.url} yourself and place it at {cached}, "
+            f"or set REPLICATIONS_MIRROR to a folder holding {spec.folder}/{remote.name}."
+            + (f"\nNote: {spec.note}" if spec.note else "")
+        ) from exc
+    return cached
+
+
+def fetch(spec: DatasetSpec) -> dict[str, Path]:
+    """Fetch every file of a dataset; returns {declared name: verified local path}."""
+    return {remote.name: fetch_file(spec, remote) for remote in spec.files}
+
+
+def extract_zip(archive: Path, sha256: str) -> Path:
+    """Extract `archive` once into the cache (atomically, via a temporary folder); return that folder."""
+    target = cache_dir() / "extracted" / sha256[:16]
+    if target.exists():
+        return target
+    tmp = target.with_name(target.name + ".part")
+    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        with zipfile.ZipFile(archive) as zf:
+            bad = zf.testzip()
+            if bad is not None:
+                raise DataError(f"{archive}: member {bad} is corrupt. Fix: delete the archive and fetch again.")
+            zf.extractall(tmp)
+    except zipfile.BadZipFile as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise DataError(f"{archive} is not a valid zip ({exc}). Fix: delete it and fetch again.") from exc
+    os.replace(tmp, target)
+    return target
