@@ -63,15 +63,15 @@ def plot_paper(paper: str, records: list[dict[str, Any]], out: Path) -> None:
     import matplotlib.pyplot as plt
 
     items = [(r, c) for r in records for c in r["comparison"] if c["metric"].startswith("test")]
-    labels = [f"{r['dataset']}\n{r['model']}\n{c['metric'].removeprefix('test_')}" for r, c in items]
-    fig, ax = plt.subplots(figsize=(max(6, 0.55 * len(items)), 4.5))
+    labels = [f"{r['dataset']} / {r['model']} / {c['metric'].removeprefix('test_')}" for r, c in items]
+    fig, ax = plt.subplots(figsize=(max(6, 0.4 * len(items)), 6))
     xs = range(len(items))
     ax.errorbar(xs, [c["reproduced_mean"] for _, c in items], yerr=[c["reproduced_std"] for _, c in items],
                 fmt="o", capsize=3, label="reproduced (mean ± std over seeds)")
     known = [(x, c["reported"]) for x, (_, c) in zip(xs, items) if c["reported"] is not None]
     if known:
         ax.scatter(*zip(*known), marker="D", color="red", zorder=3, label="reported by the paper")
-    ax.set_xticks(list(xs), labels, fontsize=7)
+    ax.set_xticks(list(xs), labels, fontsize=7, rotation=60, ha="right")
     ax.set_title(f"{paper}: reproduced vs reported")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
