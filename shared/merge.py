@@ -34,7 +34,7 @@ def merge_records(records: list[dict[str, Any]], paper_file: Path, sources: list
     runs = sorted((run for r in records for run in r["runs"]), key=lambda run: run["seed"])
     seeds = [run["seed"] for run in runs]
     if len(set(seeds)) != len(seeds):
-        raise ValueError(f"a seed appears twice: {seeds}")
+        raise ValueError(f"duplicate seeds: a seed appears twice: {seeds}")
     agg = aggregate([run["metrics"] for run in runs])
     return {
         **first,

@@ -16,8 +16,7 @@ import json
 from pathlib import Path
 
 from shared.atomic import write_json_atomic, write_text_atomic
-from shared.reference import compare, load_paper
-from shared.stats import aggregate
+from shared.merge import merge_records
 
 PAPER_FILE = Path(__file__).with_name("paper.yaml")
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,34 +25,16 @@ ROOT = Path(__file__).resolve().parents[2]
 def merge(records: list[dict]) -> dict:
     if not records:
         raise ValueError("nothing to merge")
-    first = records[0]
-    for r in records:
-        key = ("paper", "dataset", "model", "scale")
-        if [r[k] for k in key] != [first[k] for k in key]:
-            raise ValueError(f"records disagree: {r['dataset']}/{r['model']} vs {first['dataset']}/{first['model']}")
-        if not r.get("complete"):
-            raise ValueError(f"incomplete record for {r['dataset']}/{r['model']}")
-    runs = sorted((run for r in records for run in r["runs"]), key=lambda run: run["seed"])
-    seeds = [run["seed"] for run in runs]
-    if len(set(seeds)) != len(seeds):
-        raise ValueError(f"duplicate seeds: {seeds}")
-    agg = aggregate([run["metrics"] for run in runs])
-    config = dict(first["config"], seed=None)
+    out = merge_records(records, PAPER_FILE)
+    seeds = [run["seed"] for run in out["runs"]]
+    config = out["config"]
     planned = list(config.get("scale", {}).get("seeds") or config.get("paper", {}).get("protocol", {}).get("seeds") or seeds)
     missing = sorted(set(planned) - set(seeds))
-    return {
-        "paper": first["paper"], "dataset": first["dataset"], "model": first["model"], "scale": first["scale"],
-        # complete only when every planned seed is in: a partial merge never reaches the shared report
-        "complete": not missing, "seeds_missing": missing,
-        "comparison": compare(load_paper(PAPER_FILE), first["dataset"], first["model"], agg),
-        "aggregate": agg, "runs": runs,
-        "wall_seconds": round(sum(r["wall_seconds"] for r in records), 2),
-        "data_seconds": round(sum(r["data_seconds"] for r in records), 2),
-        "peak_memory_mb": max(r["peak_memory_mb"] for r in records),
-        "environment": first["environment"], "config": config,
-        "merged_from": f"{len(records)} one-seed jobs run in parallel (replications.gaga.merge); wall_seconds is "
-                       "their sum, i.e. the time of a sequential run on an idle machine is about this",
-    }
+    # complete only when every planned seed is in: a partial merge never reaches the shared report
+    out["complete"], out["seeds_missing"] = not missing, missing
+    out["merged_from"] = (f"{len(records)} one-seed jobs run in parallel (replications.gaga.merge); wall_seconds is "
+                          "their sum, i.e. the time of a sequential run on an idle machine is about this")
+    return out
 
 
 MODEL_ORDER = ("gaga", "mlp", "graphsage", "bwgnn")
