@@ -1,15 +1,24 @@
-"""Merge result records of one (paper, dataset, model) run as parallel one-seed jobs into one protocol record.
+"""Merge result records of one (paper, dataset, model) whose seeds ran as separate jobs into one protocol record.
 
 On a shared machine the seeds of a protocol can run as separate processes
-(``python -m replications paper=P dataset=D model=M seed=S results_dir=DIR/S``). Every seed re-seeds
-everything (shared.seeding), so each seed's numbers equal those of a sequential run on the same machine
-and thread count; this concatenates their runs and recomputes aggregate and comparison as the runner does.
+(``python -m replications paper=P dataset=D model=M seed=S results_dir=DIR/S``, or a seed list with
+``paper.protocol.seeds=[4,5]``). Every seed re-seeds everything (shared.seeding), so each seed's numbers
+equal those of a sequential run on the same machine and thread count; this concatenates their runs and
+recomputes aggregate and comparison as the runner does.
 
-    python -m shared.merge replications/<paper>/paper.yaml OUT.json IN.json [IN.json ...]
+An interrupted run's ``<model>.partial.json`` (whole finished seeds plus the config) may be one of the
+inputs, provided its config matches the others apart from which seeds to run: e.g. seeds 1-3 of the
+sequential run plus a parallel job's seeds 4-5.
+
+    python -m shared.merge [--seeds 1,2,3] replications/<paper>/paper.yaml OUT.json IN.json [IN.json ...]
+
+With ``--seeds`` the record is ``complete`` only when every planned seed is in (else ``missing_seeds``
+lists the rest and the report flags it).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
@@ -20,43 +29,76 @@ from shared.reference import compare, load_paper
 from shared.stats import aggregate
 
 KEY = ("paper", "dataset", "model", "scale")
+SEED_KEYS = ("seed", "results_dir")  # config keys that only say which seeds a job ran and where
 
 
-def merge_records(records: list[dict[str, Any]], paper_file: Path, sources: list[str] | None = None) -> dict[str, Any]:
-    if not records:
-        raise ValueError("nothing to merge")
-    first = records[0]
-    for r in records:
+def is_partial(record: dict[str, Any]) -> bool:
+    """A runner's ``.partial.json``: finished seeds and the config, nothing else."""
+    return "paper" not in record and not record.get("complete") and "config" in record
+
+
+def _without_seed_choice(config: dict[str, Any]) -> dict[str, Any]:
+    out = {k: v for k, v in config.items() if k not in SEED_KEYS}
+    for section in ("paper", "scale"):
+        if isinstance(out.get(section), dict):
+            inner = dict(out[section])
+            inner.pop("seeds", None)
+            if isinstance(inner.get("protocol"), dict):
+                inner["protocol"] = {k: v for k, v in inner["protocol"].items() if k != "seeds"}
+            out[section] = inner
+    return out
+
+
+def merge_records(records: list[dict[str, Any]], paper_file: Path, sources: list[str] | None = None,
+                  planned: list[int] | None = None) -> dict[str, Any]:
+    full = [r for r in records if not is_partial(r)]
+    if not full:
+        raise ValueError("nothing to merge: give at least one finished result record (partial files only add seeds)")
+    first = full[0]
+    for r in full:
         if [r.get(k) for k in KEY] != [first.get(k) for k in KEY]:
             raise ValueError(f"records disagree on {KEY}: {[r.get(k) for k in KEY]} vs {[first.get(k) for k in KEY]}")
         if not r.get("complete"):
             raise ValueError(f"incomplete record for {r['dataset']}/{r['model']}: finish it before merging")
+    reference = _without_seed_choice(first["config"])
+    for r in records:
+        if is_partial(r) and _without_seed_choice(r["config"]) != reference:
+            raise ValueError("a partial file was made with a different config than the records: not the same experiment")
     runs = sorted((run for r in records for run in r["runs"]), key=lambda run: run["seed"])
     seeds = [run["seed"] for run in runs]
     if len(set(seeds)) != len(seeds):
         raise ValueError(f"duplicate seeds: a seed appears twice: {seeds}")
+    missing = sorted(set(planned or []) - set(seeds))
     agg = aggregate([run["metrics"] for run in runs])
+    # Partial files carry no timing of their own: their seeds' wall times are in their runs.
+    partial_seconds = sum(run.get("wall_seconds", 0.0) for r in records if is_partial(r) for run in r["runs"])
     return {
         **first,
+        "complete": not missing,
+        "missing_seeds": missing,
         "comparison": compare(load_paper(paper_file), first["dataset"], first["model"], agg),
         "aggregate": agg,
         "runs": runs,
-        "wall_seconds": round(sum(r["wall_seconds"] for r in records), 2),  # = a sequential run's time
-        "data_seconds": round(sum(r["data_seconds"] for r in records), 2),
-        "peak_memory_mb": max(r["peak_memory_mb"] for r in records),
-        "config": {**first["config"], "seed": None},  # the merged record covers the listed seeds
-        "merged_from": sources or f"{len(records)} one-seed jobs",
+        "wall_seconds": round(sum(r["wall_seconds"] for r in full) + partial_seconds, 2),  # = a sequential run's time
+        "data_seconds": round(sum(r["data_seconds"] for r in full), 2),
+        "peak_memory_mb": max(r["peak_memory_mb"] for r in full),
+        "config": {**first["config"], "seed": None, "results_dir": None},  # the merged record covers the listed seeds
+        "merged_from": sources or f"{len(records)} jobs",
     }
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) < 3:
-        print(__doc__.strip().splitlines()[-1].strip(), file=sys.stderr)
-        return 2
-    paper_file, out, inputs = Path(argv[0]), Path(argv[1]), [Path(p) for p in argv[2:]]
-    record = merge_records([json.loads(p.read_text()) for p in inputs], paper_file, [str(p) for p in inputs])
-    write_json_atomic(out, record)
-    print(f"wrote {out} ({len(record['runs'])} seeds)")
+    parser = argparse.ArgumentParser(description="merge one (paper, dataset, model)'s per-seed jobs")
+    parser.add_argument("--seeds", help="planned seeds, e.g. 1,2,3,4,5: the record is complete only with all of them")
+    parser.add_argument("paper_file", type=Path)
+    parser.add_argument("out", type=Path)
+    parser.add_argument("inputs", type=Path, nargs="+")
+    args = parser.parse_args(argv)
+    planned = [int(s) for s in args.seeds.split(",")] if args.seeds else None
+    record = merge_records([json.loads(p.read_text()) for p in args.inputs], args.paper_file,
+                           [str(p) for p in args.inputs], planned)
+    write_json_atomic(args.out, record)
+    print(f"wrote {args.out} (seeds {[r['seed'] for r in record['runs']]}, missing {record['missing_seeds']})")
     return 0
 
 

@@ -36,3 +36,32 @@ def test_merge_refuses_duplicates_and_incomplete(tmp_path):
         merge_records([_record(1, 50.0), _record(1, 51.0)], paper)
     with pytest.raises(ValueError, match="incomplete"):
         merge_records([_record(1, 50.0), _record(2, 51.0, complete=False)], paper)
+
+
+def _partial(seeds: list[int], config: dict) -> dict:
+    """What the runner leaves in <model>.partial.json after finishing these seeds."""
+    return {"complete": False, "config": config,
+            "runs": [{"seed": s, "metrics": {"acc": 50.0 + s}, "wall_seconds": 5.0} for s in seeds]}
+
+
+def test_merge_takes_seeds_from_a_partial_file_with_the_same_experiment(tmp_path):
+    paper = tmp_path / "paper.yaml"
+    paper.write_text(PAPER)
+    shard = _record(4, 54.0) | {"config": {"seed": None, "lr": 0.1, "paper": {"protocol": {"seeds": [4]}}}}
+    partial = _partial([1, 2, 3], {"seed": None, "lr": 0.1, "paper": {"protocol": {"seeds": [1, 2, 3, 4, 5]}}})
+    merged = merge_records([partial, shard], paper, planned=[1, 2, 3, 4, 5])
+    assert [r["seed"] for r in merged["runs"]] == [1, 2, 3, 4]
+    assert not merged["complete"] and merged["missing_seeds"] == [5]  # a seed short: never reported as done
+    assert merged["wall_seconds"] == 10.0 + 3 * 5.0  # the shard's record plus the partial's finished seeds
+    merged = merge_records([partial, shard, _record(5, 55.0) | {"config": shard["config"]}], paper, planned=[1, 2, 3, 4, 5])
+    assert merged["complete"] and merged["missing_seeds"] == []
+
+
+def test_merge_refuses_a_partial_file_of_another_experiment(tmp_path):
+    paper = tmp_path / "paper.yaml"
+    paper.write_text(PAPER)
+    shard = _record(4, 54.0) | {"config": {"seed": 4, "lr": 0.1}}
+    with pytest.raises(ValueError, match="different config"):
+        merge_records([_partial([1], {"seed": None, "lr": 0.2}), shard], paper)
+    with pytest.raises(ValueError, match="at least one finished"):
+        merge_records([_partial([1], {"seed": None, "lr": 0.1})], paper)
