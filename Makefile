@@ -9,7 +9,7 @@ PAPERS := $(patsubst replications/%/paper.yaml,%,$(wildcard replications/*/paper
 # `make replicate-pshgcn dataset=acm` narrows a replication to one dataset (or model=...).
 NARROW := $(if $(dataset),dataset=$(dataset)) $(if $(model),model=$(model))
 
-.PHONY: venv test smoke report lint clean-cache $(addprefix replicate-,$(PAPERS))
+.PHONY: venv test smoke report verify lint clean-cache $(addprefix replicate-,$(PAPERS))
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml constraints.txt
@@ -37,6 +37,10 @@ $(foreach p,$(PAPERS),$(eval $(call REPLICATE_RULE,$(p))))
 
 replicate-%:
 	@echo "unknown paper '$*'; valid: $(PAPERS)" >&2; exit 2
+
+# Re-run a few seeds of a committed result from its stored config and compare: make verify RESULT=results/gaga/tolokers/gaga.json ARGS="--seeds 0"
+verify: venv
+	$(PY) -m replications.verify $(RESULT) $(ARGS)
 
 report: venv
 	$(PY) -m shared.report
