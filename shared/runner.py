@@ -99,8 +99,9 @@ def run(cfg: DictConfig, replication: Replication) -> dict[str, Any]:
         seconds = time.perf_counter() - t0
         tracker.finish(metrics, reported)
         per_seed.append(metrics)
+        # Per seed, because a resumed or merged protocol may span sessions, commits and machines.
         runs.append({"seed": seed, "metrics": metrics, "train": summary, "wall_seconds": round(seconds, 2),
-                     "git_commit": env["git_commit"]})
+                     "git_commit": env["git_commit"], "cpu": env["hardware"]["cpu"], "gpu": env["hardware"]["gpu"]})
         # Seeds finished so far, clearly incomplete: lets a long protocol resume after an interruption.
         write_json_atomic(partial_path(cfg), {"complete": False, "runs": runs, "config": config})
         print(f"[{cfg.paper.name}/{cfg.dataset.name}/{cfg.model.name}] seed {seed}: "

@@ -75,6 +75,7 @@ def test_run_writes_complete_result_with_provenance(tmp_path, paper_file):
     for key in ("command", "git_commit", "git_dirty", "versions", "hardware"):
         assert key in env
     assert saved["wall_seconds"] > 0 and saved["peak_memory_mb"] > 0 and record["aggregate"]
+    assert all(r["cpu"] == env["hardware"]["cpu"] and r["git_commit"] == env["git_commit"] for r in saved["runs"])
 
 
 def test_same_seed_same_numbers(tmp_path, paper_file):
