@@ -54,7 +54,7 @@ def test_merge_joins_single_seed_files(tmp_path) -> None:
         path.write_text(json.dumps(single(seed, mrr)))
     assert merge.main([str(tmp_path / "out"), str(tmp_path / "s1"), str(tmp_path / "s2")]) == 0
     out = json.loads((tmp_path / "out" / "rep" / "wn18rr" / "transe.json").read_text())
-    assert [r["seed"] for r in out["runs"]] == [1, 2] and out["missing_seeds"] == [3]
+    assert [r["seed"] for r in out["runs"]] == [1, 2] and out["missing_seeds"] == [3] and not out["complete"]
     assert abs(out["aggregate"]["test_mrr_base"]["mean"] - 0.3) < 1e-12 and out["aggregate"]["test_mrr_base"]["n"] == 2
     row = next(c for c in out["comparison"] if c["metric"] == "test_mrr_base")
     assert row["reported"] == 0.189  # Graph4KG toolkit reference from paper.yaml

@@ -2,9 +2,9 @@
 
 Each (dataset, model) can be run one seed per process (``seed=N results_dir=<root_N>``), so that a run
 cut short still leaves whole seeds behind. This joins the runs of every ``<root>/rep/<dataset>/<model>.json``
-into one record of the runner's format (``shared.runner.run``): same seeds => the same numbers as one
+into one record of the runner's format with ``shared.merge``: same seeds => the same numbers as one
 multi-seed run, because every seed starts from ``seed_everything(seed)``. Seeds missing from the
-protocol are listed in ``missing_seeds``.
+protocol are listed in ``missing_seeds`` and such a record is not ``complete``.
 """
 
 from __future__ import annotations
@@ -15,35 +15,15 @@ from pathlib import Path
 from typing import Any
 
 from shared.atomic import write_json_atomic
-from shared.reference import compare, load_paper
-from shared.stats import aggregate
+from shared.merge import merge_records
 
 PAPER = Path(__file__).with_name("paper.yaml")
 
 
 def merge(records: list[dict[str, Any]]) -> dict[str, Any]:
-    runs = sorted((run for r in records for run in r["runs"]), key=lambda run: run["seed"])
-    seeds = [run["seed"] for run in runs]
-    if len(set(seeds)) != len(seeds):
-        raise ValueError(f"duplicate seeds {seeds} for {records[0]['dataset']}/{records[0]['model']}")
-    first = records[0]
-    agg = aggregate([run["metrics"] for run in runs])
-    protocol = first["config"]["paper"]["protocol"]["seeds"]
-    out = {k: first[k] for k in ("paper", "dataset", "model", "scale")}
-    out |= {
-        "complete": True,
-        "missing_seeds": [s for s in protocol if s not in seeds],
-        "comparison": compare(load_paper(PAPER), first["dataset"], first["model"], agg),
-        "aggregate": agg,
-        "runs": runs,
-        "wall_seconds": round(sum(r["wall_seconds"] for r in records), 2),
-        "data_seconds": round(sum(r["data_seconds"] for r in records), 2),
-        "peak_memory_mb": max(r["peak_memory_mb"] for r in records),
-        "environment": first["environment"],
-        "config": first["config"] | {"seed": None, "results_dir": None},
-        "merged_from": len(records),
-    }
-    return out
+    """shared.merge over the protocol's seeds: a record short of a seed is not complete (the report skips it)."""
+    planned = records[0]["config"]["paper"]["protocol"]["seeds"]
+    return merge_records(records, PAPER, planned=list(planned))
 
 
 def main(argv: list[str]) -> int:
