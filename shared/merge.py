@@ -29,7 +29,7 @@ from shared.reference import compare, load_paper
 from shared.stats import aggregate
 
 KEY = ("paper", "dataset", "model", "scale")
-SEED_KEYS = ("seed", "results_dir")  # config keys that only say which seeds a job ran and where
+JOB_KEYS = ("seed", "results_dir", "tracker")  # which seeds a job ran, where it wrote, what it logged to: not the experiment
 
 
 def is_partial(record: dict[str, Any]) -> bool:
@@ -38,7 +38,7 @@ def is_partial(record: dict[str, Any]) -> bool:
 
 
 def _without_seed_choice(config: dict[str, Any]) -> dict[str, Any]:
-    out = {k: v for k, v in config.items() if k not in SEED_KEYS}
+    out = {k: v for k, v in config.items() if k not in JOB_KEYS}
     for section in ("paper", "scale"):
         if isinstance(out.get(section), dict):
             inner = dict(out[section])

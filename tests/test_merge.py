@@ -47,8 +47,10 @@ def _partial(seeds: list[int], config: dict) -> dict:
 def test_merge_takes_seeds_from_a_partial_file_with_the_same_experiment(tmp_path):
     paper = tmp_path / "paper.yaml"
     paper.write_text(PAPER)
-    shard = _record(4, 54.0) | {"config": {"seed": None, "lr": 0.1, "paper": {"protocol": {"seeds": [4]}}}}
-    partial = _partial([1, 2, 3], {"seed": None, "lr": 0.1, "paper": {"protocol": {"seeds": [1, 2, 3, 4, 5]}}})
+    shard = _record(4, 54.0) | {"config": {"seed": None, "lr": 0.1, "paper": {"protocol": {"seeds": [4]}},
+                                            "tracker": {"name": "none"}}}  # tracking is not part of the experiment
+    partial = _partial([1, 2, 3], {"seed": None, "lr": 0.1, "paper": {"protocol": {"seeds": [1, 2, 3, 4, 5]}},
+                                   "tracker": {"name": "wandb"}})
     merged = merge_records([partial, shard], paper, planned=[1, 2, 3, 4, 5])
     assert [r["seed"] for r in merged["runs"]] == [1, 2, 3, 4]
     assert not merged["complete"] and merged["missing_seeds"] == [5]  # a seed short: never reported as done
