@@ -21,12 +21,12 @@ def test_merge_matches_aggregate_and_orders_seeds():
     assert out["aggregate"] == aggregate([{"test_auc": 70.0}, {"test_auc": 75.0}, {"test_auc": 80.0}])
     assert out["wall_seconds"] == 6.0 and out["peak_memory_mb"] == 12.0 and out["config"]["seed"] is None
     assert out["comparison"][0]["status"] == "no reference"
-    assert out["complete"] and out["seeds_missing"] == []
+    assert out["complete"] and out["missing_seeds"] == []
 
 
 def test_partial_merge_is_not_complete():
     out = merge([record(0, 70.0), record(2, 80.0)])
-    assert not out["complete"] and out["seeds_missing"] == [1]
+    assert not out["complete"] and out["missing_seeds"] == [1]
 
 
 def test_merge_refuses_duplicates_and_mixtures():

@@ -23,15 +23,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def merge(records: list[dict]) -> dict:
+    """shared.merge over the protocol's seeds: complete only when every planned seed is in, so a partial merge
+    never reaches the shared report."""
     if not records:
         raise ValueError("nothing to merge")
-    out = merge_records(records, PAPER_FILE)
-    seeds = [run["seed"] for run in out["runs"]]
-    config = out["config"]
-    planned = list(config.get("scale", {}).get("seeds") or config.get("paper", {}).get("protocol", {}).get("seeds") or seeds)
-    missing = sorted(set(planned) - set(seeds))
-    # complete only when every planned seed is in: a partial merge never reaches the shared report
-    out["complete"], out["seeds_missing"] = not missing, missing
+    config = records[0]["config"]
+    planned = config.get("scale", {}).get("seeds") or config.get("paper", {}).get("protocol", {}).get("seeds")
+    out = merge_records(records, PAPER_FILE, planned=list(planned) if planned else None)
     out["merged_from"] = (f"{len(records)} one-seed jobs run in parallel (replications.gaga.merge); wall_seconds is "
                           "their sum, i.e. the time of a sequential run on an idle machine is about this")
     return out
@@ -54,8 +52,8 @@ def table(dataset: str, results: Path = ROOT / "results") -> str:
         if r.get("scale") != "full":
             continue
         a = r["aggregate"]
-        if r.get("seeds_missing"):
-            name = f"{name} (partial: seeds {r['seeds_missing']} missing)"
+        if r.get("missing_seeds"):
+            name = f"{name} (partial: seeds {r['missing_seeds']} missing)"
         cell = " | ".join(f"{a[m]['mean']:.2f} ± {a[m]['std']:.2f}" for m in ("test_auc", "test_ap", "test_f1_macro"))
         epochs = sum(run["train"]["epochs_run"] for run in r["runs"]) / len(r["runs"])
         lines.append(f"| {name} | {cell} | {a['test_auc']['n']} | {epochs:.0f} | {r['wall_seconds'] / 60:.1f} |")
