@@ -17,7 +17,9 @@ from replications.gaga.grouping import group_ids, group_sequences
 from replications.gaga.metrics import evaluate_split
 from replications.gaga.model import GAGA
 from replications.gaga.train import fit, predict
+from shared.atomic import write_text_atomic
 from shared.replication import LogFn, Replication
+from shared.runner import result_path
 
 MODELS = ("gaga", "mlp", "graphsage", "bwgnn")
 
@@ -113,6 +115,13 @@ class GAGAReplication(Replication):
                              y[test_idx.cpu().numpy()], predict(forward, model, test_idx))
         out.pop("threshold")
         return out
+
+    def after_replicate(self, cfg: DictConfig) -> None:
+        """Called by `python -m replications.replicate gaga`: results/gaga/<dataset>.md from the result files."""
+        from replications.gaga.merge import table
+
+        results = result_path(cfg).parents[2]
+        write_text_atomic(results / "gaga" / f"{cfg.dataset.name}.md", table(cfg.dataset.name, results))
 
 
 REPLICATION = GAGAReplication()

@@ -21,6 +21,7 @@ from replications.rep.models import KGE
 from replications.rep.propagate import rep
 from replications.rep.train import train_or_load
 from shared.replication import LogFn, Replication
+from shared.runner import result_path
 
 RESERVED = {"name", "kind", "cache", "per_dataset"}
 
@@ -91,6 +92,13 @@ class REPReplication(Replication):
             if f"test_{k}_rep" in out:
                 out[f"test_{k}_delta"] = out[f"test_{k}_rep"] - out[f"test_{k}_base"]
         return out
+
+
+    def after_replicate(self, cfg: DictConfig) -> None:
+        """Called by `python -m replications.replicate rep`: results/rep/README.md (before/after REP, wall times)."""
+        from replications.rep import table
+
+        table.main([str(result_path(cfg).parents[2])])
 
 
 REPLICATION = REPReplication()
