@@ -48,7 +48,8 @@ def environment() -> dict:
     return {
         "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),
         "git_commit": _git("rev-parse", "HEAD"),
-        "git_dirty": bool(_git("status", "--porcelain", "--untracked-files=no")),
+        # Uncommitted changes to code or configs; results/ is excluded, since a protocol rewrites it as it goes.
+        "git_dirty": bool(_git("status", "--porcelain", "--untracked-files=no", "--", ":(top,exclude)results")),
         "versions": versions(),
         "hardware": {
             "cpu": cpu_model(),
