@@ -45,14 +45,14 @@ def render(records: list[dict[str, Any]]) -> str:
     lines = [
         "# REP: base KGE models before and after relation-based embedding propagation",
         "",
-        "Produced by `make replicate-rep` (then `python -m replications.rep.table`) on 2 shared CPU cores.",
+        "Produced by `make replicate-rep` (which ends with `python -m replications.rep.table`); "
+        f"CPU: {', '.join(sorted({r.get('environment', {}).get('hardware', {}).get('cpu', '?') for r in records}))}.",
         "Filtered ranking over head and tail prediction, ties = mean of optimistic and pessimistic rank (OGB).",
         "Mean ± population std over seeds; Δ = REP − base (mean over seeds). Base models are CPU-sized",
         "(dim 64, 1000 steps: ~1% of the RotatE-repo training steps), so absolute MRRs are far below the full-size",
         "references in replications/rep/paper.yaml, and gains of REP on under-trained embeddings need not",
         "match its gains on converged ones. REP α / k: the official per-dataset values (README); ComplEx uses",
-        "DistMult's (no official entry). Times: wall seconds of base training and of REP itself, per seed,",
-        "measured while the 2 cores ran other jobs (load average 15-55), so they are noisy upper bounds.",
+        "DistMult's (no official entry). Times: wall seconds of base training and of REP itself, per seed.",
         "",
         "| " + " | ".join(head) + " |",
         "|" + "---|" * len(head),
