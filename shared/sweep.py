@@ -57,6 +57,10 @@ def rank(found: list[tuple[dict[str, str], dict[str, Any]]]) -> tuple[str, str, 
     return metric, mode, rows
 
 
+def _fmt(value: float) -> str:
+    return f"{value:.1f}" if abs(value) >= 100 else f"{value:.4g}"  # perplexities keep a decimal, MRRs 4 digits
+
+
 def markdown(metric: str, mode: str, rows: list[dict[str, Any]], shown: list[str]) -> str:
     # Only the axes that vary: constant overrides (paper=..., +sweep=...) say nothing about the ranking.
     axes = sorted(k for k in {k for r in rows for k in r["setting"]} if len({r["setting"].get(k) for r in rows}) > 1)
@@ -65,7 +69,7 @@ def markdown(metric: str, mode: str, rows: list[dict[str, Any]], shown: list[str
              "| " + " | ".join([*axes, "seeds", *shown]) + " |", "|" + "---|" * (len(axes) + 1 + len(shown))]
     for r in rows:
         cells = [r["setting"].get(a, "") for a in axes] + [",".join(map(str, r["seeds"]))]
-        cells += [f"{r['metrics'][m]:.4g}" if m in r["metrics"] else "—" for m in shown]
+        cells += [_fmt(r["metrics"][m]) if m in r["metrics"] else "—" for m in shown]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
