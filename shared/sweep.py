@@ -78,6 +78,7 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description="rank a Hydra sweep's settings on the paper's validation metric")
     parser.add_argument("folder", type=Path, help="the multirun/<date>/<time> folder of the sweep")
     parser.add_argument("--out", type=Path, help="also write the table here (atomically)")
+    parser.add_argument("--title", help="heading of the written table (default: the folder)")
     args = parser.parse_args(argv)
     try:
         metric, mode, rows = rank(jobs(args.folder))
@@ -85,7 +86,9 @@ def main(argv: list[str]) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     tests = sorted(m for m in rows[0]["metrics"] if m.startswith("test"))[:4]
-    text = f"# Sweep {args.folder}\n\n" + markdown(metric, mode, rows, [metric, *tests])
+    command = "python -m shared.sweep " + " ".join(argv)
+    heading = args.title or f"Sweep {args.folder}"
+    text = f"# {heading}\n\nMade by `{command}`.\n\n" + markdown(metric, mode, rows, [metric, *tests])
     print(text)
     if args.out:
         write_text_atomic(args.out, text)
