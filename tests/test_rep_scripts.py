@@ -1,10 +1,10 @@
-"""The sweep selector picks on validation MRR only; the results table renders before/after/delta."""
+"""The REP results table renders before/after/delta; merging per-seed files (selection on validation: tests/test_sweep.py)."""
 
 from __future__ import annotations
 
 import json
 
-from replications.rep import select, table
+from replications.rep import table
 
 
 def record(alpha: float, val: float, test: float) -> dict:
@@ -17,16 +17,6 @@ def record(alpha: float, val: float, test: float) -> dict:
                      "rep_seconds": 0.5}}
     return {"complete": True, "scale": "full", "dataset": "wn18rr", "model": "transe", "aggregate": agg,
             "runs": [run, run]}
-
-
-def test_select_uses_validation_not_test(tmp_path, capsys) -> None:
-    for alpha, val, test in ((0.5, 0.30, 0.99), (0.9, 0.31, 0.10)):  # best test is the worse validation
-        path = tmp_path / f"a{alpha}" / "rep" / "wn18rr" / "transe.json"
-        path.parent.mkdir(parents=True)
-        path.write_text(json.dumps(record(alpha, val, test)))
-    assert select.main([str(tmp_path)]) == 0
-    assert "selected on val_mrr_rep: alpha=0.9" in capsys.readouterr().out
-    assert select.main([str(tmp_path / "missing")]) == 1
 
 
 def test_table_renders_one_row_per_file(tmp_path) -> None:
