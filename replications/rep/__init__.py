@@ -93,7 +93,6 @@ class REPReplication(Replication):
                 out[f"test_{k}_delta"] = out[f"test_{k}_rep"] - out[f"test_{k}_base"]
         return out
 
-
     def after_replicate(self, cfg: DictConfig) -> None:
         """Called by `python -m replications.replicate rep`: results/rep/README.md (before/after REP, wall times)."""
         from replications.rep import table
