@@ -28,6 +28,10 @@ class PSHGCNReplication(Replication):
 
     def build_model(self, cfg: DictConfig, data: dict[str, Any]) -> torch.nn.Module:
         g, m = data["graph"], cfg.model
+        # The official main.py draws the seed's validation split (numpy) before it builds the model (torch init,
+        # then theta from numpy): the same order here makes our seed s the official seed s.
+        target = g[g.target_type]
+        data["split"] = split_for_seed(target.train_mask, target.test_mask, cfg.paper.protocol.val_ratio)
         if m.name == "pshgcn":
             letters = {k: str(v) for k, v in m.node_letters.items()}
             model = PSHGCN(
@@ -47,9 +51,7 @@ class PSHGCNReplication(Replication):
 
     def train(self, cfg: DictConfig, model: torch.nn.Module, data: dict[str, Any], seed: int, log: LogFn) -> dict:
         g, m, protocol = data["graph"], cfg.model, cfg.paper.protocol
-        target = g[g.target_type]
-        split = split_for_seed(target.train_mask, target.test_mask, protocol.val_ratio)
-        data["split"] = split  # evaluate() scores the same split
+        target, split = g[g.target_type], data["split"]  # drawn in build_model; evaluate() scores the same split
         optimizer = torch.optim.AdamW(param_groups(model, m.lr, m.wd, m.get("prop_lr"), m.get("prop_wd")))
         return fit(model, (data["x"], data["adjs"]), target.y.to(cfg.device), split, g.multilabel, optimizer,
                    max_epochs=cfg.scale.max_epochs or protocol.max_epochs,
