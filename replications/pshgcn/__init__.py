@@ -16,13 +16,18 @@ from replications.pshgcn.train import fit, param_groups, scores, split_for_seed
 from shared.replication import LogFn, Replication
 
 
+def is_pshgcn(model_cfg: DictConfig) -> bool:
+    """The paper's model, or a labelled variant of it (``family: pshgcn``, e.g. pshgcn_stable)."""
+    return model_cfg.get("family", model_cfg.name) == "pshgcn"
+
+
 class PSHGCNReplication(Replication):
     name = "pshgcn"
     paper_file = Path(__file__).with_name("paper.yaml")
 
     def load_data(self, cfg: DictConfig) -> dict[str, Any]:
         graph = pdata.load(cfg)
-        adjs = relation_matrices(graph, cfg.model) if cfg.model.name == "pshgcn" else {}
+        adjs = relation_matrices(graph, cfg.model) if is_pshgcn(cfg.model) else {}
         return {"graph": graph, "adjs": {k: (a.to(cfg.device), a_t.to(cfg.device)) for k, (a, a_t) in adjs.items()},
                 "x": pdata.features(graph, cfg.device)}
 
@@ -32,7 +37,7 @@ class PSHGCNReplication(Replication):
         # then theta from numpy): the same order here makes our seed s the official seed s.
         target = g[g.target_type]
         data["split"] = split_for_seed(target.train_mask, target.test_mask, cfg.paper.protocol.val_ratio)
-        if m.name == "pshgcn":
+        if is_pshgcn(m):
             letters = {k: str(v) for k, v in m.node_letters.items()}
             model = PSHGCN(
                 in_dims={t: (g[t].x.shape[1] if "x" in g[t] else None) for t in g.node_types},
