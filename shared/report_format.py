@@ -12,7 +12,9 @@ INTRO = (
     "paper's current `paper.yaml` (kinds below), within the tolerance declared there. `no reference` means "
     "no reference value is known to us, never guessed."
 )
-COUNTS_HEADER = "paper's test rows: reproduced / not / no ref"
+COUNTS_HEADER = "reproduced / not / no ref"
+COUNTS_NOTE = ("The last column counts every test-metric row of the paper (all its datasets and models) by status; "
+               "each paper's full table (RESULTS.md) lists them.")
 
 
 def digits(mean: float) -> int:

@@ -24,7 +24,7 @@ h1 { font-size: 1.5rem; } h2 { font-size: 1.25rem; margin-top: 2rem; border-bott
 .scroll { overflow-x: auto; -webkit-overflow-scrolling: touch; margin: 0.5rem 0 1rem; }
 table { border-collapse: collapse; font-size: 0.85rem; }
 th, td { border: 1px solid #8885; padding: 0.25rem 0.45rem; text-align: left; vertical-align: top; }
-th { background: #8882; position: sticky; top: 0; }
+th { background: #8882; }
 td.num { text-align: right; white-space: nowrap; font-variant-numeric: tabular-nums; }
 .status { white-space: nowrap; font-weight: 600; }
 .reproduced { color: var(--ok); } .not-reproduced { color: var(--bad); } .no-reference, .not-run { color: var(--none); }
@@ -33,6 +33,8 @@ figcaption { font-size: 0.8rem; color: var(--none); }
 code { font-size: 0.9em; } abbr { text-decoration: underline dotted; cursor: help; }
 details { margin: 0.5rem 0 1rem; } summary { cursor: pointer; font-weight: 600; }
 p, li { max-width: 60rem; }
+@media (max-width: 600px) { body { font-size: 14px; padding: 0.5rem; } table { font-size: 0.78rem; }
+  th, td { padding: 0.2rem 0.3rem; } }
 """
 STATUS_CLASS = {REPRODUCED: "reproduced", NOT_REPRODUCED: "not-reproduced", NO_REFERENCE: "no-reference"}
 
@@ -122,7 +124,7 @@ def render_html(report: Report) -> str:
     machines = [f.machine(cpu, files) for cpu, files in report.machines.items()]
     body = [
         "<h1>Results</h1>", f"<p>{_e(f.INTRO)} Markdown version: <a href=\"README.md\">README.md</a>.</p>",
-        _headline_table(report),
+        _headline_table(report), f"<p>{_e(f.COUNTS_NOTE)}</p>",
         f"<p><strong>Reference kinds</strong>, strongest first: {legend}. "
         "Each row names the kind it was judged against.</p>",
         _list("Machines: every CPU that ran a seed of a row on this page", machines),

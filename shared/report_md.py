@@ -62,7 +62,7 @@ def _paper_section(s: PaperSection) -> list[str]:
 
 def render_index(report: Report) -> str:
     parts = ["# Results\n", f.INTRO + " The same page with the plots inline: [index.html](index.html).\n",
-             *_headline_table(report), ""]
+             *_headline_table(report), "", f.COUNTS_NOTE + "\n"]
     parts.append("**Reference kinds**, strongest first: " + "; ".join(
         f"`{k}`: {v}" for k, v in f.kind_legend()) + ". Each row names the kind it was judged against.\n")
     parts += _machines(report)

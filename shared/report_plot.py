@@ -7,6 +7,7 @@ other one (issue #19); one panel per metric, at most ``MAX_COLS`` panels across,
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 from shared.atomic import atomic_path
@@ -33,8 +34,9 @@ def plot_paper(paper: str, rows: list[Row], headline_models: tuple[str, ...], ou
     models = _model_order(rows, headline_models)
     ncols = max(1, min(MAX_COLS, len(metrics)))
     nrows = max(1, -(-len(metrics) // ncols))
-    height = PANEL_H * nrows + 0.9  # + title above and legend below the panels (inches)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(PANEL_W * ncols, height), squeeze=False)
+    fig_w = max(5.0, PANEL_W * ncols)  # a lone panel still gets room for its title and legend
+    height = PANEL_H * nrows + (1.2 if fig_w < 8 else 0.9)  # + title above and legend below the panels (inches)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(fig_w, height), squeeze=False)
     width = 0.7 / max(1, len(datasets))
     by_key = {(r.metric, r.dataset, r.model): r for r in rows}
     for ax, metric in zip(axes.flat, metrics):
@@ -68,8 +70,8 @@ def plot_paper(paper: str, rows: list[Row], headline_models: tuple[str, ...], ou
     labels = sorted(handles, key=lambda k: k == "reference")  # datasets first, as in the panels
     fig.legend([handles[k] for k in labels], labels, loc="lower center", ncol=min(len(labels), 6), fontsize=8,
                frameon=False)
-    fig.suptitle(f"{paper}: reproduced (mean ± std over seeds) vs reference; bold: the paper's model",
-                 fontsize=10)
+    title = f"{paper}: reproduced (mean ± std over seeds) vs reference; bold: the paper's model"
+    fig.suptitle(textwrap.fill(title, width=int(11 * fig_w)), fontsize=10)  # wrapped to fit narrow figures
     fig.tight_layout(rect=(0, 0.45 / height, 1, 1 - 0.35 / height))
     with atomic_path(out) as tmp:
         fig.savefig(tmp, format="png", dpi=DPI)
