@@ -32,7 +32,7 @@ figure { margin: 0.75rem 0; } figure img { max-width: 100%; height: auto; displa
 figcaption { font-size: 0.8rem; color: var(--none); }
 code { font-size: 0.9em; } abbr { text-decoration: underline dotted; cursor: help; }
 details { margin: 0.5rem 0 1rem; } summary { cursor: pointer; font-weight: 600; }
-p, li { max-width: 60rem; }
+p, li, figcaption { max-width: 60rem; overflow-wrap: anywhere; }  /* long URLs and paths wrap on a phone */
 @media (max-width: 600px) { body { font-size: 14px; padding: 0.5rem; } table { font-size: 0.78rem; }
   th, td { padding: 0.2rem 0.3rem; } }
 """

@@ -12,7 +12,9 @@ PAPER_YAML = """\
 title: "Toy: a paper for tests"
 headline: {metric: test_acc, model: toy}
 venue: "TestConf 2024"
-code: {url: "https://example.org/toy", commit: abcdef1234567}
+# A long unbreakable URL: a phone-width page must wrap it, not scroll sideways.
+code: {url: "https://example.org/toy/tree/main/apps/arather_long_path_without_any_spaces_or_hyphens/examples/TOY",
+       commit: abcdef1234567}
 reported:
   - {kind: paper, dataset: d1, model: toy, metric: test_acc, value: 80.0, verified: true, source: "Table 2"}
   - {kind: secondary, dataset: d2, model: toy, metric: test_acc, value: 50.0, verified: false, source: "Table 9",
