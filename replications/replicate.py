@@ -1,7 +1,7 @@
 """``python -m replications.replicate <paper> [overrides...]``: the paper's whole protocol, then the report.
 
 Runs every (dataset, model) pair listed under ``replicate`` in conf/paper/<paper>.yaml, each over the
-protocol's seeds, writing results/<paper>/<dataset>/<model>.json; then regenerates results/README.md.
+protocol's seeds, writing results/<paper>/<dataset>/<model>.json; then regenerates the results pages.
 Extra Hydra overrides (e.g. ``dataset=acm``, ``scale=smoke``, ``tracker=none``) narrow or shrink it.
 """
 
