@@ -1,7 +1,8 @@
 """Entry point: ``python -m replications paper=pshgcn dataset=dblp [model=rgcn] [scale=smoke] [--multirun ...]``.
 
-A hand run, never the committed protocol: it writes under outputs/results/ (or its ``results_dir``) and
-says where; only ``make replicate-<paper>`` writes results/ (shared.destination).
+A hand run, never the committed protocol: it writes under outputs/results/ (a --multirun job: its own
+multirun/ folder), or its ``results_dir``, and says where; only ``make replicate-<paper>`` writes results/
+(shared.destination).
 """
 
 from __future__ import annotations
@@ -9,6 +10,8 @@ from __future__ import annotations
 import sys
 
 import hydra
+from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
 from omegaconf import DictConfig
 
 import replications
@@ -21,6 +24,9 @@ def main(cfg: DictConfig) -> float | None:
     try:
         replication = replications.get(cfg.paper.name)
         check_choices(cfg)
+        hydra_cfg = HydraConfig.get()
+        if hydra_cfg.mode == RunMode.MULTIRUN and not cfg.get("results_dir"):
+            cfg.results_dir = hydra_cfg.runtime.output_dir  # one folder per job: jobs never overwrite each other
         print(f"hand run: results go to {result_path(cfg).resolve()} (results/ is written only by make replicate-<paper>)")
         record = run(cfg, replication)
     except (ConfigError, DestinationError, KeyError) as exc:

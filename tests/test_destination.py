@@ -120,3 +120,15 @@ def test_bad_hand_run_is_one_line_exit_2_and_writes_nothing(tmp_path, bad, messa
     assert out.returncode == 2 and message in out.stderr and len(out.stderr.strip().splitlines()) == 1
     assert snapshot(COMMITTED / "gaga") == before
     assert not list(tmp_path.rglob("*.json"))
+
+
+@needs_tolokers
+@pytest.mark.slow
+def test_multirun_jobs_each_write_their_own_folder(tmp_path):
+    before = snapshot(COMMITTED / "gaga")
+    out = hand_run(tmp_path, "--multirun", "paper=gaga", "dataset=tolokers", "model=gaga_mlp", "seed=1,2",
+                   "scale.max_epochs=1", "tracker=none")
+    assert out.returncode == 0, out.stderr
+    written = sorted(tmp_path.glob("multirun/*/*/*/gaga/tolokers/mlp.json"))
+    assert [json.loads(p.read_text())["runs"][0]["seed"] for p in written] == [1, 2]
+    assert snapshot(COMMITTED / "gaga") == before and not (tmp_path / "outputs" / "results").exists()
