@@ -1,7 +1,7 @@
 """``python -m replications.replicate <paper> [overrides...]``: the paper's whole protocol, then the report.
 
 Runs every (dataset, model) pair listed under ``replicate`` in conf/paper/<paper>.yaml, each over the
-protocol's seeds, writing results/<paper>/<dataset>/<model>.json; then regenerates results/README.md.
+protocol's seeds, writing results/<paper>/<dataset>/<model>.json; then regenerates the results pages.
 ``dataset=`` and ``model=`` narrow it and ``tracker=``/``device=`` say how it runs: it is still the protocol.
 Any other override (``scale=smoke``, ``seed=1``, ``model.lr=...``) changes the committed config, so that
 run writes under outputs/results/ (or its results_dir) and leaves results/ as committed.

@@ -25,7 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from shared.atomic import write_json_atomic
+from shared.codeprint import code_fingerprint
 from shared.reference import compare, load_paper
+from shared.runinfo import relative_to_repo
 from shared.stats import aggregate
 
 KEY = ("paper", "dataset", "model", "scale")
@@ -49,8 +51,34 @@ def _without_seed_choice(config: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+class MixedCodeError(ValueError):
+    """Seeds computed by different code: they do not belong in one record."""
+
+
+def check_same_code(records: list[dict[str, Any]], paper: str, allow_mixed: bool = False,
+                    repo: Path | None = None) -> dict[str, Any]:
+    """The commits the seeds ran at, and proof that they ran the same code (the paper's code fingerprint).
+
+    Refuses seeds whose commits differ in the files that shape the paper's numbers, or whose commits cannot
+    be checked here, unless ``allow_mixed``: then the record says so loudly (``mixed_code``)."""
+    commits = sorted({run.get("git_commit") or (r.get("environment") or {}).get("git_commit")
+                      for r in records for run in r["runs"]} - {None})
+    prints = {c: code_fingerprint(c, paper, *([repo] if repo else [])) for c in commits}
+    same = len(commits) <= 1 or (None not in prints.values() and len(set(prints.values())) == 1)
+    if not same and not allow_mixed:
+        unknown = [c[:10] for c, fp in prints.items() if fp is None]
+        why = (f"commits {unknown} are not in this repository, so their code cannot be compared" if unknown
+               else "the paper's code differs between them")
+        raise MixedCodeError(f"seeds ran at commits {[c[:10] for c in commits]}: {why}. Re-run those seeds at one "
+                             "commit, or pass --allow-mixed-code to merge anyway (the record is then marked).")
+    out: dict[str, Any] = {"git_commits": commits, "code_fingerprint": next(iter(prints.values()), None) if same else None}
+    if not same:
+        out["mixed_code"] = {c[:10]: fp for c, fp in prints.items()}
+    return out
+
+
 def merge_records(records: list[dict[str, Any]], paper_file: Path, sources: list[str] | None = None,
-                  planned: list[int] | None = None) -> dict[str, Any]:
+                  planned: list[int] | None = None, allow_mixed_code: bool = False) -> dict[str, Any]:
     full = [r for r in records if not is_partial(r)]
     if not full:
         raise ValueError("nothing to merge: give at least one finished result record (partial files only add seeds)")
@@ -69,6 +97,10 @@ def merge_records(records: list[dict[str, Any]], paper_file: Path, sources: list
     if len(set(seeds)) != len(seeds):
         raise ValueError(f"duplicate seeds: a seed appears twice: {seeds}")
     missing = sorted(set(planned or []) - set(seeds))
+    code = check_same_code(records, first["paper"], allow_mixed_code)
+    env = dict(first.get("environment") or {})
+    if env:  # dirty if any job ran uncommitted code
+        env["git_dirty"] = any((r.get("environment") or {}).get("git_dirty") for r in full)
     agg = aggregate([run["metrics"] for run in runs])
     # Partial files carry no timing of their own: their seeds' wall times are in their runs.
     partial_seconds = sum(run.get("wall_seconds", 0.0) for r in records if is_partial(r) for run in r["runs"])
@@ -83,7 +115,9 @@ def merge_records(records: list[dict[str, Any]], paper_file: Path, sources: list
         "data_seconds": round(sum(r["data_seconds"] for r in full), 2),
         "peak_memory_mb": max(r["peak_memory_mb"] for r in full),
         "config": {**first["config"], "seed": None, "results_dir": None},  # the merged record covers the listed seeds
-        "merged_from": sources or f"{len(records)} jobs",
+        **({"environment": env} if env else {}),
+        **code,
+        "merged_from": [relative_to_repo(str(Path(s).resolve())) for s in sources] if sources else f"{len(records)} jobs",
     }
 
 
@@ -93,10 +127,16 @@ def main(argv: list[str]) -> int:
     parser.add_argument("paper_file", type=Path)
     parser.add_argument("out", type=Path)
     parser.add_argument("inputs", type=Path, nargs="+")
+    parser.add_argument("--allow-mixed-code", action="store_true",
+                        help="merge seeds that ran different code anyway; the record is marked mixed_code")
     args = parser.parse_args(argv)
     planned = [int(s) for s in args.seeds.split(",")] if args.seeds else None
-    record = merge_records([json.loads(p.read_text()) for p in args.inputs], args.paper_file,
-                           [str(p) for p in args.inputs], planned)
+    try:
+        record = merge_records([json.loads(p.read_text()) for p in args.inputs], args.paper_file,
+                               [str(p) for p in args.inputs], planned, args.allow_mixed_code)
+    except (OSError, ValueError) as exc:  # includes MixedCodeError and unreadable JSON: say what, write nothing
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     write_json_atomic(args.out, record)
     print(f"wrote {args.out} (seeds {[r['seed'] for r in record['runs']]}, missing {record['missing_seeds']})")
     return 0

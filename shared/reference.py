@@ -1,7 +1,9 @@
-"""A paper's reported numbers (its paper.yaml) and the comparison of a reproduction against them.
+"""A paper's reference numbers (its paper.yaml) and the comparison of a reproduction against them.
 
-paper.yaml holds ``reported``: a list of entries {dataset, model, metric, value, std, source, verified,
-note}; ``value: null`` means the number is unknown (never guessed). ``tolerances`` maps a metric to the
+paper.yaml holds ``reported``: a list of entries {dataset, model, metric, value, std, kind, source, verified,
+note}; ``value: null`` means the number is unknown (never guessed). ``kind`` says what sort of reference a
+number is (``KINDS``, strongest first); one (dataset, model, metric) may have one entry per kind, and the
+status is computed against the strongest kind whose value is known. ``tolerances`` maps a metric to the
 absolute difference (in the metric's own units) within which a reproduction counts as reproduced.
 """
 
@@ -14,40 +16,86 @@ import yaml
 
 REPRODUCED, NOT_REPRODUCED, NO_REFERENCE = "reproduced", "not reproduced", "no reference"
 
+# Strongest first. The paper's own claim outranks the authors' other statements; numbers the authors
+# published (release, artifacts) outrank a run of their code by someone else; another paper's copy is last.
+KINDS: dict[str, str] = {
+    "paper": "the paper's own table or text",
+    "authors_release": "the authors' release (README, docs, leaderboard entry)",
+    "authors_artifacts": "the authors' released artifacts (e.g. rank files), recomputed",
+    "authors_code_run": "the official code run at a pinned commit on stated hardware and seeds",
+    "secondary": "another paper's copy of the number",
+}
+# What an entry of each kind must say about itself, beyond the common keys.
+KIND_KEYS = {"authors_code_run": {"provenance"}, "secondary": {"copied_by"}}
+COMMON_KEYS = {"dataset", "model", "metric", "value", "kind", "source", "verified"}
+
 
 def load_paper(path: Path) -> dict[str, Any]:
     paper = yaml.safe_load(Path(path).read_text())
     for key in ("title", "reported", "tolerances"):
         if key not in paper:
             raise ValueError(f"{path}: missing required key '{key}'")
+    seen = set()
     for entry in paper["reported"]:
-        missing = {"dataset", "model", "metric", "value", "source", "verified"} - entry.keys()
+        missing = COMMON_KEYS - entry.keys()
         if missing:
             raise ValueError(f"{path}: reported entry {entry} lacks {sorted(missing)}")
+        if entry["kind"] not in KINDS:
+            raise ValueError(f"{path}: reported entry {entry} has kind '{entry['kind']}'; valid: {', '.join(KINDS)}")
+        missing = KIND_KEYS.get(entry["kind"], set()) - entry.keys()
+        if missing:
+            raise ValueError(f"{path}: a '{entry['kind']}' reference must give {sorted(missing)}: {entry}")
+        key = (entry["dataset"], entry["model"], entry["metric"], entry["kind"])
+        if key in seen:
+            raise ValueError(f"{path}: two '{entry['kind']}' references for {key[:3]}: keep one per kind")
+        seen.add(key)
     return paper
 
 
+def references_for(paper: dict[str, Any], dataset: str, model: str) -> dict[str, list[dict[str, Any]]]:
+    """metric -> its reference entries, strongest kind first (unknown values included)."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for e in paper["reported"]:
+        if e["dataset"] == dataset and e["model"] == model:
+            out.setdefault(e["metric"], []).append(e)
+    rank = list(KINDS)
+    return {m: sorted(es, key=lambda e: rank.index(e["kind"])) for m, es in out.items()}
+
+
+def strongest(entries: list[dict[str, Any]]) -> dict[str, Any]:
+    """The strongest entry with a known value, else the strongest entry (unknown), else {}."""
+    known = [e for e in entries if e.get("value") is not None]
+    return (known or entries or [{}])[0]
+
+
 def reported_for(paper: dict[str, Any], dataset: str, model: str) -> dict[str, dict[str, Any]]:
-    return {
-        e["metric"]: e for e in paper["reported"] if e["dataset"] == dataset and e["model"] == model
-    }
+    """metric -> the entry the status is computed against."""
+    return {m: strongest(es) for m, es in references_for(paper, dataset, model).items()}
+
+
+def _status(mean: float, value: float | None, tol: float | None) -> tuple[str, float | None]:
+    if value is None or tol is None:
+        return NO_REFERENCE, None
+    diff = mean - value
+    return (REPRODUCED if abs(diff) <= tol else NOT_REPRODUCED), diff
 
 
 def compare(
     paper: dict[str, Any], dataset: str, model: str, aggregate: dict[str, dict[str, float]]
 ) -> list[dict[str, Any]]:
-    """One row per reproduced metric: reported value and source, difference, status."""
-    reported = reported_for(paper, dataset, model)
+    """One row per reproduced metric: the strongest known reference, difference, status, and every other reference."""
+    refs = references_for(paper, dataset, model)
     rows = []
     for metric, agg in aggregate.items():
-        ref = reported.get(metric, {})
-        value = ref.get("value")
+        entries = refs.get(metric, [])
+        ref = strongest(entries)
         tol = paper["tolerances"].get(metric)
-        if value is None or tol is None:
-            status, diff = NO_REFERENCE, None
-        else:
-            diff = agg["mean"] - value
-            status = REPRODUCED if abs(diff) <= tol else NOT_REPRODUCED
+        status, diff = _status(agg["mean"], ref.get("value"), tol)
+        others = [
+            {"kind": e["kind"], "value": e["value"], "std": e.get("std"), "source": e["source"],
+             "copied_by": e.get("copied_by"), "status": _status(agg["mean"], e["value"], tol)[0]}
+            for e in entries if e is not ref and e.get("value") is not None
+        ]
         rows.append(
             {
                 "metric": metric,
@@ -55,13 +103,21 @@ def compare(
                 "reproduced_std": agg["std"],
                 "n": agg["n"],
                 "ci95": [agg["ci95_low"], agg["ci95_high"]],
-                "reported": value,
+                "reported": ref.get("value"),
                 "reported_std": ref.get("std"),
+                "reference_kind": ref.get("kind") if ref.get("value") is not None else None,
                 "source": ref.get("source"),
+                "copied_by": ref.get("copied_by"),
                 "verified": ref.get("verified"),
                 "tolerance": tol,
                 "difference": diff,
                 "status": status,
+                "other_references": others,
             }
         )
     return rows
+
+
+def recompare(record: dict[str, Any], paper: dict[str, Any]) -> list[dict[str, Any]]:
+    """A stored record's comparison against the paper file as it is now (references may have been added)."""
+    return compare(paper, record["dataset"], record["model"], record["aggregate"])

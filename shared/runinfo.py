@@ -11,6 +11,7 @@ from pathlib import Path
 
 import torch
 
+REPO_ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ["torch", "torch-geometric", "numpy", "scipy", "scikit-learn", "hydra-core", "wandb", "datasets"]
 
 
@@ -42,14 +43,28 @@ def versions() -> dict[str, str]:
     return found
 
 
-def environment() -> dict:
+def git_state() -> dict:
+    """The commit checked out now, and whether code or configs differ from it (results/ excluded: a protocol
+    rewrites it as it goes)."""
+    return {
+        "git_commit": _git("rev-parse", "HEAD"),
+        "git_dirty": bool(_git("status", "--porcelain", "--untracked-files=no", "--", ":(top,exclude)results")),
+    }
+
+
+def relative_to_repo(text: str) -> str:
+    """Paths inside the repository written relative to it: no machine's absolute paths in a result file."""
+    return text.replace(f"{REPO_ROOT}/", "").replace(str(REPO_ROOT), ".")
+
+
+def environment(git: dict | None = None) -> dict:
+    """How a result was made. ``git``: a git_state() taken earlier (the runner takes it at process start, so
+    a commit made while a long protocol runs is not credited with numbers the older code produced)."""
     import os
 
     return {
-        "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),
-        "git_commit": _git("rev-parse", "HEAD"),
-        # Uncommitted changes to code or configs; results/ is excluded, since a protocol rewrites it as it goes.
-        "git_dirty": bool(_git("status", "--porcelain", "--untracked-files=no", "--", ":(top,exclude)results")),
+        "command": relative_to_repo(" ".join([Path(sys.argv[0]).name, *sys.argv[1:]])),
+        **(git or git_state()),
         "versions": versions(),
         "hardware": {
             "cpu": cpu_model(),

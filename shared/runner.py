@@ -14,12 +14,15 @@ from shared.destination import results_root
 from shared.perf import keep_freed_memory
 from shared.reference import compare, load_paper, reported_for
 from shared.replication import Replication
-from shared.runinfo import environment, peak_memory_mb
+from shared.runinfo import environment, git_state, peak_memory_mb, relative_to_repo
 from shared.seeding import seed_everything
 from shared.stats import aggregate
 from shared.tracking import make_tracker
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
+# The code this process runs is the code checked out when it started: every (dataset, model) of one
+# process records this commit, even if HEAD moves (a commit, a checkout) while a long protocol runs.
+PROCESS_START_GIT = git_state()
 
 
 class ConfigError(ValueError):
@@ -87,12 +90,14 @@ def run(cfg: DictConfig, replication: Replication) -> dict[str, Any]:
         if e["value"] is not None
     }
     tracker = make_tracker(cfg)
-    env = environment()  # at the start: the commit that actually runs, even if HEAD moves meanwhile
+    env = environment(PROCESS_START_GIT)
     started = time.perf_counter()
     data = replication.load_data(cfg)
     data_seconds = time.perf_counter() - started
 
     config = OmegaConf.to_container(cfg, resolve=True)
+    if isinstance(config.get("results_dir"), str):  # no machine's absolute paths in a result file
+        config["results_dir"] = relative_to_repo(config["results_dir"])
     done = {r["seed"]: r for r in resumable_runs(cfg, config)}
     per_seed, runs = [], []
     for seed in seeds_of(cfg):

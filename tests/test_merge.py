@@ -8,7 +8,7 @@ from shared.merge import merge_records
 from shared.stats import summarize
 
 PAPER = (
-    "title: t\nreported:\n  - {dataset: d, model: m, metric: acc, value: 50.0, source: T1, verified: true}\n"
+    "title: t\nreported:\n  - {kind: paper, dataset: d, model: m, metric: acc, value: 50.0, source: T1, verified: true}\n"
     "tolerances: {acc: 1.0}\n"
 )
 

@@ -50,9 +50,9 @@ def test_summarize_by_hand():
 def test_compare_statuses():
     paper = {
         "reported": [
-            {"dataset": "d", "model": "m", "metric": "a", "value": 90.0, "source": "T1", "verified": True},
-            {"dataset": "d", "model": "m", "metric": "b", "value": 80.0, "source": "T1", "verified": False},
-            {"dataset": "d", "model": "m", "metric": "c", "value": None, "source": "T1", "verified": False},
+            {"kind": "paper", "dataset": "d", "model": "m", "metric": "a", "value": 90.0, "source": "T1", "verified": True},
+            {"kind": "paper", "dataset": "d", "model": "m", "metric": "b", "value": 80.0, "source": "T1", "verified": False},
+            {"kind": "paper", "dataset": "d", "model": "m", "metric": "c", "value": None, "source": "T1", "verified": False},
         ],
         "tolerances": {"a": 1.0, "b": 1.0, "c": 1.0},
     }

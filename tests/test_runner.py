@@ -52,7 +52,7 @@ class Toy(Replication):
 def paper_file(tmp_path) -> Path:
     path = tmp_path / "paper.yaml"
     path.write_text(
-        "title: toy\nreported:\n  - {dataset: dblp, model: pshgcn, metric: test_micro_f1, value: 99.0,"
+        "title: toy\nreported:\n  - {kind: paper, dataset: dblp, model: pshgcn, metric: test_micro_f1, value: 99.0,"
         " source: 'Table 1', verified: true}\ntolerances: {test_micro_f1: 5.0}\n"
     )
     return path

@@ -32,9 +32,11 @@ class TypeProjection(nn.Module):
         out = {}
         for t, lin in self.lins.items():
             if t in self.featureless:  # eye(n) @ W^T == W^T: the official one-hot features, without eye(n)
-                out[t] = lin.weight.t()
+                # Contiguous, like the official product: dropout fills its mask in memory order, so a
+                # transposed view would draw other masks than the official seed does.
+                out[t] = lin.weight.t().contiguous()
             elif isinstance(x[t], tuple):  # sparse bag-of-words features as (X, X^T): same product, far cheaper
-                out[t] = SparseMatrix.apply(*x[t], lin.weight.t())
+                out[t] = SparseMatrix.apply(*x[t], lin.weight.t()).contiguous()
             else:
                 out[t] = lin(x[t])
         return out
@@ -57,7 +59,9 @@ class PolynomialFilter(nn.Module):
         n = len(words) + 1
         bound = math.sqrt(3.0 / n)  # official init_coe: uniform, then L1-normalised
         theta = np.random.uniform(-bound, bound, n)
-        self.theta = nn.Parameter(torch.tensor(theta / np.abs(theta).sum(), dtype=torch.float32))
+        # float64, as the official nn.Parameter(torch.tensor(numpy array)) is: AdamW then updates it in double
+        # precision, while each product theta_w * (P_w X) still runs in the activations' float32.
+        self.theta = nn.Parameter(torch.tensor(theta / np.abs(theta).sum()))
         self.num_words, self.order = len(words), order
         self.from_letter: dict[str, list[str]] = {}
         for r in relations:
@@ -136,8 +140,14 @@ class PSHGCN(nn.Module):
         return torch.nan_to_num(x, nan=0.0)
 
     def forward(self, x: dict[str, Tensor], adjs: dict[str, Tensor]) -> Tensor:
-        h = {self.letter_of[t]: self.dropout(self.standardise(torch.relu(self.lin1(self.input_drop(v)))))
-             for t, v in self.project(x).items()}
+        # As the official forward: input dropout per type (node-type order), then one tensor over all types
+        # for lin1 -> ReLU -> standardise -> dropout. Drawing the dropout mask on the concatenated tensor,
+        # not type by type, is what makes our seed s draw the official seed s's masks.
+        projected = self.project(x)
+        stacked = torch.cat([self.input_drop(v) for v in projected.values()], 0)
+        stacked = self.dropout(self.standardise(torch.relu(self.lin1(stacked))))
+        parts = stacked.split([v.shape[0] for v in projected.values()], 0)
+        h = {self.letter_of[t]: part for t, part in zip(projected, parts)}
         h = self.filter(h, adjs, transposed=False, out_letters=set(h))  # h(P) X
         h = self.filter(h, adjs, transposed=True, out_letters={self.target})  # h(P)^* h(P) X
         return self.lin2(h[self.target])

@@ -1,0 +1,44 @@
+"""Which code produced a number: a fingerprint of the source files that shape a paper's results at a commit.
+
+Seeds of one protocol may run at different commits (a resumed run, parallel jobs). Their numbers belong in
+one record only if the code that computed them is the same; the configs alone cannot tell. The fingerprint
+hashes the git blob ids of the Python files of the paper's package, of the packages it imports from
+``replications/`` (e.g. the shared MoE layer) and of ``shared/``, leaving out files that only present or
+combine results (report, merge, sweep, reference, benchmarks, tables and figures).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import subprocess
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+PRESENTATION = {"report.py", "merge.py", "sweep.py", "reference.py", "bench.py", "table.py", "figures.py",
+                "codeprint.py", "verify.py"}
+
+
+def package_dependencies(paper: str, repo: Path = REPO_ROOT) -> list[str]:
+    """The paper's package and the replications/ packages it imports (read from today's sources)."""
+    found = {paper}
+    for path in (repo / "replications" / paper).rglob("*.py"):
+        found |= set(re.findall(r"(?:from|import)\s+replications\.(\w+)", path.read_text()))
+    return sorted(d for d in found if (repo / "replications" / d).is_dir())
+
+
+def code_fingerprint(commit: str, paper: str, repo: Path = REPO_ROOT) -> str | None:
+    """sha256 over (path, blob id) of the files that shape the paper's numbers at `commit`; None if the
+    commit is not in this repository."""
+    paths = ["shared", *(f"replications/{d}" for d in package_dependencies(paper, repo))]
+    try:
+        out = subprocess.run(["git", "ls-tree", "-r", commit, "--", *paths], cwd=repo, capture_output=True,
+                             text=True, timeout=30, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    entries = []
+    for line in out.splitlines():
+        meta, path = line.split("\t", 1)
+        if path.endswith(".py") and Path(path).name not in PRESENTATION:
+            entries.append(f"{path} {meta.split()[2]}")
+    return hashlib.sha256("\n".join(sorted(entries)).encode()).hexdigest() if entries else None

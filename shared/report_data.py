@@ -1,0 +1,196 @@
+"""What the results pages show, computed once from the result files and the papers' paper.yaml files.
+
+Renderers (report_md, report_html, report_plot) only format this; they never read files or compare numbers.
+Reproduced numbers come from each record's stored aggregate; the comparison is recomputed against the
+paper's paper.yaml as it is now, so a reference added after a run shows up without re-running it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from shared.reference import NO_REFERENCE, NOT_REPRODUCED, REPRODUCED, load_paper, recompare
+
+PLOT_NAME = "reproduced_vs_reported.png"
+DETAIL_NAME = "RESULTS.md"  # per-paper long table; results/<paper>/README.md belongs to the paper's own hook
+UNRECORDED_CPU = "not recorded (seed resumed from an older partial file)"
+STATUSES = (REPRODUCED, NOT_REPRODUCED, NO_REFERENCE)
+
+
+@dataclass(frozen=True)
+class Row:
+    """One (paper, dataset, model, metric): our reproduction and the reference it is judged against."""
+
+    paper: str
+    dataset: str
+    model: str
+    metric: str
+    mean: float
+    std: float
+    n: int
+    reported: float | None
+    kind: str | None
+    source: str | None
+    copied_by: str | None
+    verified: bool | None
+    difference: float | None
+    status: str
+    others: tuple[dict[str, Any], ...]
+    missing_seeds: tuple[int, ...]
+    cpus: tuple[str, ...]
+    gpu: str | None
+    threads: int | None
+    wall_seconds: float
+
+
+@dataclass(frozen=True)
+class Headline:
+    """A first-screen row: the paper's own model on one dataset (row is None when it was not run there)."""
+
+    dataset: str
+    model: str
+    metric: str
+    row: Row | None
+
+
+@dataclass
+class PaperSection:
+    paper: str
+    info: dict[str, Any]
+    headline_metric: str
+    headline_models: tuple[str, ...]
+    headlines: list[Headline]
+    rows: list[Row]  # every test metric of every record, for the per-paper page
+    counts: dict[str, int]
+    figures: list[str]  # PNG paths relative to the results root, the summary plot first
+    links: list[str]  # .md pages relative to the results root, the detail page first
+
+
+@dataclass
+class Report:
+    papers: list[PaperSection]
+    unfinished: list[str] = field(default_factory=list)  # "<path>: k of n seeds done"
+    unreadable: list[str] = field(default_factory=list)  # "<path>: <error>"
+    machines: dict[str, list[str]] = field(default_factory=dict)  # CPU -> "paper/dataset/model" it ran
+
+
+def _read_json(path: Path) -> tuple[Any, str | None]:
+    try:
+        return json.loads(path.read_text()), None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        return None, f"{type(exc).__name__}: {exc}"
+
+
+def scan(root: Path) -> tuple[list[dict[str, Any]], list[str], list[str]]:
+    """(complete full-scale records, unfinished runs, unreadable files) under results/<paper>/<dataset>/."""
+    records, unfinished, unreadable = [], [], []
+    for path in sorted(root.glob("*/*/*.json")):
+        record, error = _read_json(path)
+        rel = path.relative_to(root).as_posix()
+        if error:
+            unreadable.append(f"{rel}: {error}")
+        elif not isinstance(record, dict) or "complete" not in record:
+            continue  # a side file (e.g. <model>.details.json), not a result record
+        elif record["complete"] is not True:
+            if path.name.endswith(".partial.json"):
+                unfinished.append(f"{rel}: {len(record.get('runs', []))} of {_planned_seeds(record)} seeds done")
+        elif record.get("scale") == "full":
+            records.append(record)
+    return records, unfinished, unreadable
+
+
+def load_results(root: Path) -> list[dict[str, Any]]:
+    """Only complete, full-scale records: a half-finished or smoke run never reaches the tables."""
+    return scan(root)[0]
+
+
+def _planned_seeds(saved: dict[str, Any]) -> int | str:
+    cfg = saved.get("config") or {}
+    try:
+        return len(cfg["seed"] and [cfg["seed"]] or cfg["scale"]["seeds"] or cfg["paper"]["protocol"]["seeds"])
+    except (KeyError, TypeError):
+        return "?"
+
+
+def record_cpus(record: dict[str, Any]) -> tuple[str, ...]:
+    """Every CPU that ran a seed of this record. Files from before per-seed CPUs record one CPU for the file;
+    a file mixing both formats had some seeds resumed from an older partial file, whose CPU is unknown."""
+    runs = record.get("runs") or []
+    file_cpu = (record.get("environment") or {}).get("hardware", {}).get("cpu") or "unknown"
+    if not any(run.get("cpu") for run in runs):
+        return (file_cpu,)
+    return tuple(dict.fromkeys(run.get("cpu") or UNRECORDED_CPU for run in runs))
+
+
+def _paper_yaml(papers_dir: Path, paper: str) -> dict[str, Any] | None:
+    path = papers_dir / paper / "paper.yaml"
+    return load_paper(path) if path.exists() else None
+
+
+def rows_of(record: dict[str, Any], paper: dict[str, Any] | None) -> list[Row]:
+    """The record's test metrics, compared against the paper file as it is now (stored comparison without one)."""
+    comparison = recompare(record, paper) if paper is not None else record["comparison"]
+    hardware = (record.get("environment") or {}).get("hardware", {})
+    return [
+        Row(paper=record["paper"], dataset=record["dataset"], model=record["model"], metric=c["metric"],
+            mean=c["reproduced_mean"], std=c["reproduced_std"], n=c["n"], reported=c.get("reported"),
+            kind=c.get("reference_kind"), source=c.get("source"), copied_by=c.get("copied_by"),
+            verified=c.get("verified"), difference=c.get("difference"), status=c["status"],
+            others=tuple(c.get("other_references") or ()), missing_seeds=tuple(record.get("missing_seeds") or ()),
+            cpus=record_cpus(record), gpu=hardware.get("gpu"), threads=hardware.get("torch_threads"),
+            wall_seconds=record.get("wall_seconds", 0.0))
+        for c in comparison if c["metric"].startswith("test")
+    ]
+
+
+def headline_spec(info: dict[str, Any], paper: str, rows: list[Row]) -> tuple[str, tuple[str, ...]]:
+    """paper.yaml's ``headline: {metric, model}`` (model: a name or a list); without it, the first test
+    metric of the model named like the paper (every model when there is none)."""
+    spec = info.get("headline") or {}
+    models = spec.get("model")
+    if models is None:
+        own = [r.model for r in rows if r.model == paper]
+        models = own[:1] or sorted({r.model for r in rows})
+    models = (models,) if isinstance(models, str) else tuple(models)
+    metric = spec.get("metric") or next((r.metric for r in rows if r.model in models), "")
+    return metric, models
+
+
+def _figures(root: Path, paper: str) -> list[str]:
+    others = sorted(p.relative_to(root).as_posix() for p in (root / paper).rglob("*.png") if p.name != PLOT_NAME)
+    return [f"{paper}/{PLOT_NAME}", *others]
+
+
+def _links(root: Path, paper: str) -> list[str]:
+    pages = sorted(p.name for p in (root / paper).glob("*.md") if p.name != DETAIL_NAME)
+    pages.sort(key=lambda name: name != "README.md")  # the paper's own summary first
+    return [f"{paper}/{DETAIL_NAME}", *(f"{paper}/{name}" for name in pages)]
+
+
+def section(root: Path, paper: str, records: list[dict[str, Any]], papers_dir: Path) -> PaperSection:
+    reference = _paper_yaml(papers_dir, paper)
+    info = reference if reference is not None else {}
+    rows = [row for record in records for row in rows_of(record, reference)]
+    metric, models = headline_spec(info, paper, rows)
+    by_key = {(r.dataset, r.model, r.metric): r for r in rows}
+    headlines = [Headline(dataset, model, metric, by_key.get((dataset, model, metric)))
+                 for dataset in sorted({r.dataset for r in rows}) for model in models]
+    counts = Counter(r.status for r in rows)
+    return PaperSection(paper=paper, info=info, headline_metric=metric, headline_models=models,
+                        headlines=headlines, rows=rows, counts={s: counts.get(s, 0) for s in STATUSES},
+                        figures=_figures(root, paper), links=_links(root, paper))
+
+
+def build_report(root: Path, papers_dir: Path) -> Report:
+    records, unfinished, unreadable = scan(root)
+    papers = [section(root, paper, [r for r in records if r["paper"] == paper], papers_dir)
+              for paper in sorted({r["paper"] for r in records})]
+    machines: dict[str, list[str]] = {}
+    for r in records:
+        for cpu in record_cpus(r):
+            machines.setdefault(cpu, []).append(f"{r['paper']}/{r['dataset']}/{r['model']}")
+    return Report(papers=papers, unfinished=unfinished, unreadable=unreadable, machines=dict(sorted(machines.items())))

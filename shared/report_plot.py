@@ -1,0 +1,78 @@
+"""One figure per paper: small multiples, one panel per test metric, so each metric keeps its own scale.
+
+A single shared axis let large-valued metrics (mean rank in the thousands, latency in ms) flatten every
+other one (issue #19); one panel per metric, at most ``MAX_COLS`` panels across, caps the width at
+``MAX_COLS * PANEL_W * DPI`` pixels (1,320) however many metrics or models a paper has.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from shared.atomic import atomic_path
+from shared.report_data import Row
+
+MAX_COLS, PANEL_W, PANEL_H, DPI = 4, 3.3, 2.8, 100
+MARKERS = "osv^<>PXh"
+
+
+def _model_order(rows: list[Row], headline_models: tuple[str, ...]) -> list[str]:
+    present = {r.model for r in rows}
+    return [m for m in headline_models if m in present] + sorted(present - set(headline_models))
+
+
+def plot_paper(paper: str, rows: list[Row], headline_models: tuple[str, ...], out: Path) -> None:
+    """Reproduced mean ± std per model (x) and dataset (marker); the reference value as a red diamond."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    metrics = list(dict.fromkeys(r.metric for r in rows))
+    datasets = sorted({r.dataset for r in rows})
+    models = _model_order(rows, headline_models)
+    ncols = max(1, min(MAX_COLS, len(metrics)))
+    nrows = max(1, -(-len(metrics) // ncols))
+    fig_w = max(5.0, PANEL_W * ncols)  # a lone panel still gets room for its title and legend
+    height = PANEL_H * nrows + (1.2 if fig_w < 8 else 0.9)  # + title above and legend below the panels (inches)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(fig_w, height), squeeze=False)
+    width = 0.7 / max(1, len(datasets))
+    by_key = {(r.metric, r.dataset, r.model): r for r in rows}
+    for ax, metric in zip(axes.flat, metrics):
+        for d, dataset in enumerate(datasets):
+            offset = (d - (len(datasets) - 1) / 2) * width
+            cells = [(x + offset, by_key[metric, dataset, m]) for x, m in enumerate(models)
+                     if (metric, dataset, m) in by_key]
+            if not cells:
+                continue
+            xs, rs = zip(*cells)
+            ax.errorbar(xs, [r.mean for r in rs], yerr=[r.std for r in rs], fmt=MARKERS[d % len(MARKERS)],
+                        color=f"C{d}", capsize=2, markersize=5, label=dataset)
+            known = [(x, r.reported) for x, r in cells if r.reported is not None]
+            if known:
+                ax.scatter(*zip(*known), marker="D", s=28, facecolor="none", edgecolor="red", zorder=3,
+                           label="reference")
+        ax.set_title(metric.removeprefix("test_"), fontsize=9)
+        ax.set_xticks(range(len(models)), models, fontsize=7, rotation=30 if len(models) > 3 else 0,
+                      ha="right" if len(models) > 3 else "center")
+        for label in ax.get_xticklabels():
+            if label.get_text() in headline_models:
+                label.set_fontweight("bold")  # the paper's own model(s)
+        ax.tick_params(axis="y", labelsize=7)
+        ax.grid(alpha=0.3)
+    for ax in list(axes.flat)[len(metrics):]:
+        ax.set_visible(False)
+    handles: dict = {}
+    for ax in axes.flat:
+        for h, label in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(label, h)
+    labels = sorted(handles, key=lambda k: k == "reference")  # datasets first, as in the panels
+    fig.legend([handles[k] for k in labels], labels, loc="lower center", ncol=min(len(labels), 6), fontsize=8,
+               frameon=False)
+    title = f"{paper}: reproduced (mean ± std over seeds) vs reference; bold: the paper's model"
+    fig.suptitle(textwrap.fill(title, width=int(11 * fig_w)), fontsize=10)  # wrapped to fit narrow figures
+    fig.tight_layout(rect=(0, 0.45 / height, 1, 1 - 0.35 / height))
+    with atomic_path(out) as tmp:
+        fig.savefig(tmp, format="png", dpi=DPI)
+    plt.close(fig)

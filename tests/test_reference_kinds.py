@@ -1,0 +1,70 @@
+"""Reference kinds: the status uses the strongest known kind, the others travel along, bad entries are refused."""
+
+from __future__ import annotations
+
+import pytest
+
+from shared.reference import NO_REFERENCE, NOT_REPRODUCED, REPRODUCED, compare, load_paper
+from shared.stats import summarize
+
+
+def _entry(kind: str, value: float | None, **extra) -> dict:
+    return {"kind": kind, "dataset": "d", "model": "m", "metric": "acc", "value": value, "source": f"{kind} src",
+            "verified": kind != "secondary", **extra}
+
+
+def _row(entries: list[dict], values=(80.0, 80.4)) -> dict:
+    paper = {"reported": entries, "tolerances": {"acc": 1.0}}
+    return compare(paper, "d", "m", {"acc": summarize(list(values))})[0]
+
+
+def test_strongest_known_kind_decides_the_status():
+    row = _row([_entry("secondary", 80.1, copied_by="X"), _entry("authors_code_run", 75.0, provenance={}),
+                _entry("paper", None)])
+    # The paper's own number is unknown, so the authors'-code run (stronger than a secondary copy) decides.
+    assert row["reference_kind"] == "authors_code_run" and row["reported"] == 75.0
+    assert row["status"] == NOT_REPRODUCED and row["difference"] == pytest.approx(5.2)
+    # The weaker secondary copy is kept, with its own verdict, for the page to show.
+    assert [(o["kind"], o["status"]) for o in row["other_references"]] == [("secondary", REPRODUCED)]
+
+
+def test_paper_outranks_everything_and_order_in_file_does_not_matter():
+    row = _row([_entry("authors_release", 70.0), _entry("paper", 80.0)])
+    assert row["reference_kind"] == "paper" and row["status"] == REPRODUCED
+
+
+def test_only_unknown_values_mean_no_reference():
+    row = _row([_entry("paper", None)])
+    assert row["status"] == NO_REFERENCE and row["reference_kind"] is None and row["other_references"] == []
+
+
+def _write(tmp_path, entry_line: str):
+    path = tmp_path / "paper.yaml"
+    path.write_text(f"title: t\nreported:\n  - {entry_line}\ntolerances: {{acc: 1.0}}\n")
+    return path
+
+
+@pytest.mark.parametrize("line, message", [
+    ("{dataset: d, model: m, metric: acc, value: 1.0, source: s, verified: true}", "lacks ['kind']"),
+    ("{kind: blog, dataset: d, model: m, metric: acc, value: 1.0, source: s, verified: true}", "valid: paper"),
+    ("{kind: secondary, dataset: d, model: m, metric: acc, value: 1.0, source: s, verified: false}", "copied_by"),
+    ("{kind: authors_code_run, dataset: d, model: m, metric: acc, value: 1.0, source: s, verified: true}", "provenance"),
+])
+def test_malformed_references_are_refused(tmp_path, line, message):
+    with pytest.raises(ValueError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        load_paper(_write(tmp_path, line))
+
+
+def test_two_references_of_one_kind_are_refused(tmp_path):
+    path = tmp_path / "paper.yaml"
+    e = "{kind: paper, dataset: d, model: m, metric: acc, value: 1.0, source: s, verified: true}"
+    path.write_text(f"title: t\nreported:\n  - {e}\n  - {e}\ntolerances: {{acc: 1.0}}\n")
+    with pytest.raises(ValueError, match="one per kind"):
+        load_paper(path)
+
+
+def test_every_paper_file_loads():
+    from pathlib import Path
+
+    for path in sorted(Path(__file__).resolve().parents[1].glob("replications/*/paper.yaml")):
+        assert load_paper(path)["reported"], path
