@@ -3,7 +3,8 @@
 SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
-export REPLICATIONS_MIRROR ?=
+# The data mirror beside the checkout (as in CI) when there is one; an explicit value wins.
+export REPLICATIONS_MIRROR ?= $(if $(wildcard ../shared/data/.),$(abspath ../shared/data))
 export HF_DATASETS_OFFLINE ?= 1
 PAPERS := $(patsubst replications/%/paper.yaml,%,$(wildcard replications/*/paper.yaml))
 # `make replicate-pshgcn dataset=acm` narrows a replication to one dataset (or model=...).

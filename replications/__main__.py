@@ -1,22 +1,36 @@
-"""Entry point: ``python -m replications paper=pshgcn dataset=dblp [model=rgcn] [scale=smoke] [--multirun ...]``."""
+"""Entry point: ``python -m replications paper=pshgcn dataset=dblp [model=rgcn] [scale=smoke] [--multirun ...]``.
+
+A hand run, never the committed protocol: it writes under outputs/results/ (a --multirun job: its own
+multirun/ folder), or its ``results_dir``, and says where; only ``make replicate-<paper>`` writes results/
+(shared.destination).
+"""
 
 from __future__ import annotations
 
 import sys
 
 import hydra
+from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
 from omegaconf import DictConfig
 
 import replications
-from shared.runner import ConfigError, run
+from shared.destination import DestinationError
+from shared.runner import ConfigError, check_choices, result_path, run
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 def main(cfg: DictConfig) -> float | None:
     try:
-        record = run(cfg, replications.get(cfg.paper.name))
-    except (ConfigError, KeyError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        replication = replications.get(cfg.paper.name)
+        check_choices(cfg)
+        hydra_cfg = HydraConfig.get()
+        if hydra_cfg.mode == RunMode.MULTIRUN and not cfg.get("results_dir"):
+            cfg.results_dir = hydra_cfg.runtime.output_dir  # one folder per job: jobs never overwrite each other
+        print(f"hand run: results go to {result_path(cfg).resolve()} (results/ is written only by make replicate-<paper>)")
+        record = run(cfg, replication)
+    except (ConfigError, DestinationError, KeyError) as exc:
+        print(f"error: {exc.args[0] if isinstance(exc, KeyError) else exc}", file=sys.stderr)
         sys.exit(2)
     # The returned value is what an Optuna sweeper would optimise: the paper's selection metric.
     select = cfg.paper.get("select_metric")

@@ -2,20 +2,66 @@
 
 Runs every (dataset, model) pair listed under ``replicate`` in conf/paper/<paper>.yaml, each over the
 protocol's seeds, writing results/<paper>/<dataset>/<model>.json; then regenerates the results pages.
-Extra Hydra overrides (e.g. ``dataset=acm``, ``scale=smoke``, ``tracker=none``) narrow or shrink it.
+``dataset=`` and ``model=`` narrow it and ``tracker=``/``device=`` say how it runs: it is still the protocol.
+Any other override (``scale=smoke``, ``seed=1``, ``model.lr=...``) changes the committed config, so that
+run writes under outputs/results/ (or its results_dir) and leaves results/ as committed.
 """
 
 from __future__ import annotations
 
 import sys
+from contextlib import nullcontext
 
 from hydra import compose, initialize_config_dir
-from omegaconf import OmegaConf
+from hydra.errors import HydraException
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
 import replications
 from shared import report
 from shared.data import DataError
-from shared.runner import PROJECT_ROOT, ConfigError, run
+from shared.destination import DestinationError, protocol, results_root
+from shared.runner import PROJECT_ROOT, ConfigError, check_choices, run
+
+NARROWING = ("dataset", "model")
+RUN_ONLY = ("tracker", "device")  # where and how a run executes, not what it computes
+
+
+def config_changes(overrides: list[str]) -> list[str]:
+    """The overrides that change the committed config: any of them makes the run not the protocol."""
+    return [o for o in overrides if o.split("=", 1)[0] not in (*NARROWING, *RUN_ONLY)]
+
+
+def plan_configs(paper: str, overrides: list[str]) -> list[tuple[str, str, DictConfig]]:
+    """Every (dataset, model, config) to run, all composed and checked before anything runs."""
+    paper_conf = OmegaConf.load(PROJECT_ROOT / "conf" / "paper" / f"{paper}.yaml")
+    # Read the plan from the paper file itself: composing with only `paper=` would pull the default
+    # dataset (dblp) and fail for every paper that has no model config for it.
+    plan = paper_conf.replicate
+    chosen = {o.split("=", 1)[0]: o.split("=", 1)[1] for o in overrides if "=" in o}
+    datasets = chosen["dataset"].split(",") if "dataset" in chosen else list(plan.datasets)
+    models = chosen["model"].split(",") if "model" in chosen else list(plan.models)
+    for dataset in datasets:
+        if dataset not in paper_conf.datasets:
+            raise ConfigError(f"dataset '{dataset}' is not a {paper} dataset; "
+                              f"valid: {', '.join(paper_conf.datasets)}")
+    rest = [o for o in overrides if o.split("=", 1)[0] not in NARROWING]
+    configs = []
+    with initialize_config_dir(config_dir=str(PROJECT_ROOT / "conf"), version_base="1.3"):
+        for dataset in datasets:
+            for model in models:
+                choice = f"{paper}/{dataset}" if model == paper else model
+                if not (PROJECT_ROOT / "conf" / "model" / f"{choice}.yaml").exists():
+                    raise ConfigError(f"paper '{paper}' has no model '{model}' for dataset '{dataset}' "
+                                      f"(no conf/model/{choice}.yaml); valid: {', '.join(plan.models)}")
+                cfg = compose("config", overrides=[f"paper={paper}", f"dataset={dataset}", f"model={choice}", *rest])
+                check_choices(cfg)
+                configs.append((dataset, model, cfg))
+    return configs
+
+
+def one_line(exc: Exception) -> str:
+    return "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
 
 
 def main(argv: list[str]) -> int:
@@ -28,30 +74,30 @@ def main(argv: list[str]) -> int:
     except KeyError as exc:
         print(f"error: {exc.args[0]}", file=sys.stderr)
         return 2
-    chosen = {o.split("=", 1)[0]: o.split("=", 1)[1] for o in overrides if "=" in o}
-    rest = [o for o in overrides if o.split("=", 1)[0] not in ("dataset", "model")]
-    with initialize_config_dir(config_dir=str(PROJECT_ROOT / "conf"), version_base="1.3"):
-        # Read the plan from the paper file itself: composing with only `paper=` would pull the default
-        # dataset (dblp) and fail for every paper that has no model config for it.
-        plan = OmegaConf.load(PROJECT_ROOT / "conf" / "paper" / f"{paper}.yaml").replicate
-        datasets = chosen["dataset"].split(",") if "dataset" in chosen else list(plan.datasets)
-        models = chosen["model"].split(",") if "model" in chosen else list(plan.models)
-        cfg = None
-        for dataset in datasets:
-            for model in models:
-                model_choice = f"{paper}/{dataset}" if model == paper else model
-                try:
-                    cfg = compose("config", overrides=[f"paper={paper}", f"dataset={dataset}",
-                                                       f"model={model_choice}", *rest])
-                    print(f"=== {paper} / {dataset} / {model} ===\n{OmegaConf.to_yaml(cfg.model)}")
-                    run(cfg, replication)
-                except (ConfigError, DataError) as exc:
-                    print(f"error: {exc}", file=sys.stderr)
-                    return 2
-    finish = getattr(replication, "after_replicate", None)  # optional per-paper summary (table, plots)
-    if callable(finish) and cfg is not None:
-        finish(cfg)
-    report.main([])
+    changes = config_changes(overrides)
+    try:
+        configs = plan_configs(paper, overrides)
+        with nullcontext() if changes else protocol():
+            roots = {str(results_root(cfg)) for _, _, cfg in configs}  # refuses results/ before anything runs
+    except (ConfigError, DestinationError, HydraException, OmegaConfBaseException) as exc:
+        print(f"error: {one_line(exc)}", file=sys.stderr)
+        return 2
+    if changes:
+        print(f"not the paper's protocol ({' '.join(changes)} changes the committed config): "
+              f"results go to {', '.join(sorted(roots))}; results/ stays as committed")
+    with nullcontext() if changes else protocol():
+        for dataset, model, cfg in configs:
+            print(f"=== {paper} / {dataset} / {model} ===\n{OmegaConf.to_yaml(cfg.model)}")
+            try:
+                run(cfg, replication)
+            except (ConfigError, DataError, DestinationError) as exc:
+                print(f"error: {exc}", file=sys.stderr)
+                return 2
+        finish = getattr(replication, "after_replicate", None)  # optional per-paper summary (table, plots)
+        if callable(finish) and configs:
+            finish(configs[-1][2])
+    if not changes:
+        report.main([])  # the results page is built from results/: only the protocol changes it
     return 0
 
 

@@ -11,6 +11,12 @@ from pathlib import Path
 from typing import Any
 
 
+def current_umask() -> int:
+    mask = os.umask(0)  # the only way to read it is to set it: put it straight back
+    os.umask(mask)
+    return mask
+
+
 @contextmanager
 def atomic_path(target: Path) -> Iterator[Path]:
     """Yield a temporary path beside `target`; rename it onto `target` only if the block succeeds."""
@@ -21,6 +27,8 @@ def atomic_path(target: Path) -> Iterator[Path]:
     tmp_path = Path(tmp)
     try:
         yield tmp_path
+        # mkstemp creates the file 0600; give it the mode a plain open() would (0666 less the umask).
+        os.chmod(tmp_path, 0o666 & ~current_umask())
         os.replace(tmp_path, target)
     finally:
         tmp_path.unlink(missing_ok=True)

@@ -10,6 +10,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from shared.atomic import write_json_atomic
+from shared.destination import results_root
 from shared.perf import keep_freed_memory
 from shared.reference import compare, load_paper, reported_for
 from shared.replication import Replication
@@ -37,9 +38,8 @@ def seeds_of(cfg: DictConfig) -> list[int]:
 
 
 def result_path(cfg: DictConfig) -> Path:
-    chosen = cfg.get("results_dir") or cfg.scale.get("results_dir")
-    root = Path(chosen) if chosen else PROJECT_ROOT / "results"
-    return root / cfg.paper.name / cfg.dataset.name / f"{cfg.model.name}.json"
+    # results/ only for the paper's protocol; any other run under outputs/ or its results_dir (shared.destination)
+    return results_root(cfg) / cfg.paper.name / cfg.dataset.name / f"{cfg.model.name}.json"
 
 
 def partial_path(cfg: DictConfig) -> Path:
@@ -58,7 +58,18 @@ def resumable_runs(cfg: DictConfig, config: dict[str, Any]) -> list[dict[str, An
     return saved["runs"]
 
 
+def top_level_keys() -> list[str]:
+    """What conf/config.yaml defines: its config groups and plain keys. Nothing reads any other key."""
+    base = OmegaConf.load(PROJECT_ROOT / "conf" / "config.yaml")
+    groups = [k for entry in base.defaults if isinstance(entry, DictConfig) for k in entry if " " not in k]
+    return groups + [k for k in base if k not in ("defaults", "hydra")]
+
+
 def check_choices(cfg: DictConfig) -> None:
+    known = top_level_keys()
+    unknown = [k for k in cfg if k not in known]
+    if unknown:  # e.g. +modle.lr=0.1: Hydra's `+` adds any key, and no code would ever read it
+        raise ConfigError(f"unknown config key '{unknown[0]}' (no code reads it); valid: {', '.join(known)}")
     valid = list(cfg.paper.datasets)
     if cfg.dataset.name not in valid:
         raise ConfigError(

@@ -13,12 +13,18 @@ CONF = Path(__file__).resolve().parents[1] / "conf"
 os.environ.setdefault("WANDB_MODE", "disabled")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-if "REPLICATIONS_MIRROR" not in os.environ and MIRROR.exists():
+# Empty counts as unset: an exported empty variable must not hide the mirror beside the checkout.
+if not os.environ.get("REPLICATIONS_MIRROR") and MIRROR.exists():
     os.environ["REPLICATIONS_MIRROR"] = str(MIRROR)
 
-needs_mirror = pytest.mark.skipif(
-    not os.environ.get("REPLICATIONS_MIRROR"), reason="set REPLICATIONS_MIRROR to a data mirror (../shared/data)"
-)
+NO_MIRROR = f"no data mirror: REPLICATIONS_MIRROR is unset and {MIRROR} does not exist"
+needs_mirror = pytest.mark.skipif(not os.environ.get("REPLICATIONS_MIRROR"), reason=NO_MIRROR)
+
+
+def pytest_report_header(config) -> str:
+    """Say up front which data the real-data tests read, or why they will skip."""
+    mirror = os.environ.get("REPLICATIONS_MIRROR")
+    return f"data mirror: {mirror}" if mirror else f"{NO_MIRROR}; the real-data tests skip"
 
 
 @pytest.fixture

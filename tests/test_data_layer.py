@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from shared.data import DataError, DatasetSpec, RemoteFile, fetch
+from shared.data import DataError, DatasetSpec, Packed, RemoteFile, fetch
 from shared.data.fetch import extract_zip
 
 PAYLOAD = b"node\tdata\n" * 100
@@ -91,3 +91,50 @@ def test_zip_extracts_into_cache_once(tmp_path, fresh_cache):
     assert (out / "A" / "node.dat").read_text() == "0\tx\t0\n"
     stamp = os.stat(out).st_mtime
     assert extract_zip(archive, "ab" * 32) == out and os.stat(out).st_mtime == stamp
+
+
+def _zipped(tmp_path: Path, members: dict[str, bytes]) -> tuple[Path, str]:
+    archive = tmp_path / "served.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        for name, payload in members.items():
+            zf.writestr(name, payload)
+    return archive, hashlib.sha256(archive.read_bytes()).hexdigest()
+
+
+def _packed_spec(archive: Path, archive_sha: str, files: dict[str, bytes]) -> DatasetSpec:
+    return DatasetSpec("toy", "Toy", tuple(
+        RemoteFile(name, archive.as_uri(), hashlib.sha256(payload).hexdigest(), len(payload),
+                   Packed(archive_sha, f"toy/{name}"))
+        for name, payload in files.items()))
+
+
+def test_file_inside_an_archive_is_downloaded_once_and_extracted_verified(tmp_path, fresh_cache, monkeypatch):
+    monkeypatch.delenv("REPLICATIONS_MIRROR", raising=False)
+    files = {"a.tokens": PAYLOAD, "b.tokens": PAYLOAD[::-1]}
+    archive, digest = _zipped(tmp_path, {f"toy/{k}": v for k, v in files.items()})
+    paths = fetch(_packed_spec(archive, digest, files))
+    assert {k: p.read_bytes() for k, p in paths.items()} == files
+    archive.unlink()  # the archive is cached: a lost member is re-extracted without the network
+    paths["b.tokens"].unlink()
+    assert fetch(_packed_spec(archive, digest, files))["b.tokens"].read_bytes() == files["b.tokens"]
+
+
+def test_archive_and_member_checksums_are_both_enforced(tmp_path, fresh_cache, monkeypatch):
+    monkeypatch.delenv("REPLICATIONS_MIRROR", raising=False)
+    archive, digest = _zipped(tmp_path, {"toy/a.tokens": PAYLOAD})
+    with pytest.raises(DataError, match="checksum mismatch"):
+        fetch(_packed_spec(archive, "0" * 64, {"a.tokens": PAYLOAD}))  # wrong archive
+    with pytest.raises(DataError, match="checksum mismatch"):
+        fetch(_packed_spec(archive, digest, {"a.tokens": PAYLOAD.upper()}))  # right archive, other member bytes
+    with pytest.raises(DataError, match="cannot extract toy/b.tokens"):
+        fetch(_packed_spec(archive, digest, {"b.tokens": PAYLOAD}))  # no such member
+    assert not list((fresh_cache / "downloads" / "Toy").glob("*.tokens")), "a refused member must leave no file"
+
+
+def test_mirror_holds_the_member_itself(tmp_path, fresh_cache, monkeypatch):
+    mirror = tmp_path / "mirror"
+    (mirror / "Toy").mkdir(parents=True)
+    (mirror / "Toy" / "a.tokens").write_bytes(PAYLOAD)
+    monkeypatch.setenv("REPLICATIONS_MIRROR", str(mirror))
+    spec = _packed_spec(tmp_path / "absent.zip", "0" * 64, {"a.tokens": PAYLOAD})
+    assert fetch(spec)["a.tokens"] == mirror / "Toy" / "a.tokens"

@@ -83,7 +83,8 @@ def test_replicate_yelpchi_offline_stops_with_a_clear_message(monkeypatch, tmp_p
     assert "YelpChi.zip" in err and gdata.YELPCHI.archive.url in err
 
 
-@pytest.mark.skipif(not (MIRROR / "tolokers" / "tolokers.npz").exists(), reason="needs the data mirror")
+@pytest.mark.skipif(not (MIRROR / "tolokers" / "tolokers.npz").exists(),
+                    reason=f"{MIRROR}/tolokers/tolokers.npz is absent: set REPLICATIONS_MIRROR to a data mirror")
 def test_tolokers_from_the_mirror(monkeypatch, tmp_path):
     monkeypatch.setenv("REPLICATIONS_MIRROR", str(MIRROR))
     monkeypatch.setenv("REPLICATIONS_CACHE", str(tmp_path))

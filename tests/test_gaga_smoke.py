@@ -19,7 +19,8 @@ MIRROR = Path(os.environ.get("REPLICATIONS_MIRROR") or Path(__file__).resolve().
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not (MIRROR / "tolokers" / "tolokers.npz").exists(), reason="needs the data mirror")
+@pytest.mark.skipif(not (MIRROR / "tolokers" / "tolokers.npz").exists(),
+                    reason=f"{MIRROR}/tolokers/tolokers.npz is absent: set REPLICATIONS_MIRROR to a data mirror")
 @pytest.mark.parametrize("model", ["gaga/tolokers", "gaga_mlp", "gaga_graphsage", "gaga_bwgnn"])
 def test_tolokers_smoke(monkeypatch, tmp_path, model):
     monkeypatch.setenv("REPLICATIONS_MIRROR", str(MIRROR))

@@ -13,19 +13,26 @@ from dataclasses import dataclass
 import torch
 
 from shared.data import DataError
-from shared.data.fetch import DatasetSpec, RemoteFile, fetch
+from shared.data.fetch import DatasetSpec, Packed, RemoteFile, fetch
 
+# The official distribution is this zip; the mirror holds its three members as loose files (PROVENANCE.md).
 ZIP = "https://s3.amazonaws.com/research.metamind.io/wikitext/wikitext-2-v1.zip"
+ZIP_SHA256 = "92675f1d63015c1c8b51f1656a52d5bdbc33aafa60cc47a218a66e7ee817488c"  # published by MLDatasets.jl and other loaders
+
+
+def _member(name: str, sha256: str, size: int) -> RemoteFile:
+    return RemoteFile(name, ZIP, sha256, size, Packed(ZIP_SHA256, f"wikitext-2/{name}"))
+
+
 SPEC = DatasetSpec(
     name="wikitext2",
     folder="wikitext-2",
     files=(
-        RemoteFile("wiki.train.tokens", ZIP, "9e9fa1ad55b1c2c95b08e37dd8e653f638fac2c6de904b79e813611eefbc985f", 10797148),
-        RemoteFile("wiki.valid.tokens", ZIP, "f0737ed31fc1329026e95cb8b98e19c2a182c39c240ab909dc31abf2f8af58e8", 1121681),
-        RemoteFile("wiki.test.tokens", ZIP, "d790b833ef8cf03a90db7bf1271b7520b83c45ce07ba3c1a9699df81e239eca0", 1256449),
+        _member("wiki.train.tokens", "9e9fa1ad55b1c2c95b08e37dd8e653f638fac2c6de904b79e813611eefbc985f", 10797148),
+        _member("wiki.valid.tokens", "f0737ed31fc1329026e95cb8b98e19c2a182c39c240ab909dc31abf2f8af58e8", 1121681),
+        _member("wiki.test.tokens", "d790b833ef8cf03a90db7bf1271b7520b83c45ce07ba3c1a9699df81e239eca0", 1256449),
     ),
-    note="the official distribution is a zip (wikitext-2-v1.zip); extract its three wiki.*.tokens files "
-         "into <mirror>/wikitext-2/ (the URL above is the archive, not the loose file).",
+    note="a mirror holds the three wiki.*.tokens files of wikitext-2-v1.zip, extracted, in <mirror>/wikitext-2/.",
 )
 EXPECTED_TOKENS = {"train": 2088628, "valid": 217646, "test": 245569}
 

@@ -2,7 +2,9 @@
 
 Layout: a mirror (``$REPLICATIONS_MIRROR``) holds ``<folder>/<file>`` exactly like ``../shared/data``
 and is only ever read. Downloads and extracted archives live in the cache
-(``$REPLICATIONS_CACHE``, default ``~/.cache/replications``), written atomically.
+(``$REPLICATIONS_CACHE``, default ``~/.cache/replications``), written atomically. A file whose official
+distribution is a zip is declared with ``Packed``: the mirror holds the file itself, a download fetches
+and verifies the archive once, then extracts and verifies the member.
 """
 
 from __future__ import annotations
@@ -28,11 +30,27 @@ class DataError(RuntimeError):
 
 
 @dataclass(frozen=True)
+class Packed:
+    """The official distribution is a zip archive holding the file: the archive's own checksum and the member."""
+
+    sha256: str  # of the archive as downloaded
+    member: str  # the file's path inside the archive
+    size: int | None = None  # archive bytes
+
+
+@dataclass(frozen=True)
 class RemoteFile:
     name: str  # path inside the dataset folder, as laid out in the mirror
-    url: str  # official download address
-    sha256: str
+    url: str  # official download address (the archive's, when `packed` is set)
+    sha256: str  # of the file itself, as the mirror holds it (the member, when `packed` is set)
     size: int | None = None  # bytes; lets a truncated file be named as such
+    packed: Packed | None = None  # set when `url` serves a zip with this file inside
+
+    def archive(self) -> RemoteFile:
+        """The archive this file is extracted from, declared like a file of its own."""
+        assert self.packed is not None
+        name = self.url.rsplit("/", 1)[-1].split("?", 1)[0]
+        return RemoteFile(name, self.url, self.packed.sha256, self.packed.size)
 
 
 @dataclass(frozen=True)
@@ -97,6 +115,23 @@ def _download(remote: RemoteFile, target: Path) -> None:
         verify(tmp, remote, origin=f"downloaded from {remote.url}")  # refused before the rename
 
 
+def _download_member(spec: DatasetSpec, remote: RemoteFile, target: Path) -> None:
+    """Download (once) and verify the archive, then extract and verify this one member."""
+    archive = remote.archive()
+    zipped = cache_dir() / "downloads" / spec.folder / archive.name
+    if zipped.exists():
+        verify(zipped, archive, origin="cache")
+    else:
+        _download(archive, zipped)
+    with atomic_path(target) as tmp:
+        try:
+            with zipfile.ZipFile(zipped) as zf, zf.open(remote.packed.member) as src, open(tmp, "wb") as out:
+                shutil.copyfileobj(src, out, CHUNK)
+        except (KeyError, zipfile.BadZipFile) as exc:
+            raise DataError(f"{zipped}: cannot extract {remote.packed.member} ({exc})") from exc
+        verify(tmp, remote, origin=f"{remote.packed.member} in {zipped}")
+
+
 def fetch_file(spec: DatasetSpec, remote: RemoteFile) -> Path:
     """Return a verified local path for one declared file (mirror, else cache, else download)."""
     mirror = mirror_dir()
@@ -110,16 +145,21 @@ def fetch_file(spec: DatasetSpec, remote: RemoteFile) -> Path:
         verify(cached, remote, origin="cache")
         return cached
     try:
-        _download(remote, cached)
+        if remote.packed is not None:
+            _download_member(spec, remote, cached)
+        else:
+            _download(remote, cached)
     except DataError as exc:
         where = (
             f"not in the mirror ({mirror / spec.folder / remote.name})"
             if mirror
             else "REPLICATIONS_MIRROR is not set"
         )
+        by_hand = (f"download {remote.url} yourself and extract its {remote.packed.member} to {cached}"
+                   if remote.packed else f"download {remote.url} yourself and place it at {cached}")
         raise DataError(
             f"dataset '{spec.name}': file '{remote.name}' is unavailable: {where}, and {exc}.\n"
-            f"Fix: connect to the internet, or download {remote.url} yourself and place it at {cached}, "
+            f"Fix: connect to the internet, or {by_hand}, "
             f"or set REPLICATIONS_MIRROR to a folder holding {spec.folder}/{remote.name}."
             + (f"\nNote: {spec.note}" if spec.note else "")
         ) from exc

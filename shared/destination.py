@@ -1,0 +1,59 @@
+"""Where a run writes its result files: only the paper's protocol may write the committed results/.
+
+`make replicate-<paper>` (replications.replicate) runs the protocol with the committed config inside
+`protocol()`; every other run (by hand, with an override, a sweep, a smoke run) writes under
+outputs/results/ or the `results_dir` it names, and is refused a `results_dir` inside results/. So no
+run made by hand can replace a committed record or its partial file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from omegaconf import DictConfig
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+COMMITTED = PROJECT_ROOT / "results"
+HAND_RUNS = Path("outputs") / "results"  # relative to the working directory, like Hydra's own outputs/
+
+_in_protocol = False
+
+
+class DestinationError(ValueError):
+    """A run that is not the paper's protocol asked to write into the committed results/."""
+
+
+@contextmanager
+def protocol() -> Iterator[None]:
+    """Runs inside this block are the paper's protocol with the committed config: they write results/."""
+    global _in_protocol
+    saved, _in_protocol = _in_protocol, True
+    try:
+        yield
+    finally:
+        _in_protocol = saved
+
+
+def is_protocol() -> bool:
+    return _in_protocol
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    path, folder = path.resolve(), folder.resolve()
+    return path == folder or folder in path.parents
+
+
+def results_root(cfg: DictConfig) -> Path:
+    """The folder holding <paper>/<dataset>/<model>.json for this run."""
+    chosen = cfg.get("results_dir") or cfg.scale.get("results_dir")
+    if _in_protocol and not chosen:
+        return COMMITTED
+    root = Path(chosen) if chosen else HAND_RUNS
+    if _inside(root, COMMITTED):
+        raise DestinationError(
+            f"results_dir {root} is inside the committed {COMMITTED}, which only the paper's protocol "
+            f"(make replicate-<paper>, committed config) writes; choose another results_dir"
+        )
+    return root

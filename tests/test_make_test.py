@@ -1,0 +1,40 @@
+"""`make test` on a fresh clone finds the data mirror beside it, so no real-data test skips silently."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import MIRROR
+
+ROOT = Path(__file__).resolve().parents[1]
+SHOW = 'show-mirror: ; @echo "[$$REPLICATIONS_MIRROR]"'  # what a recipe, hence pytest, sees
+
+
+def _env_without_mirror(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "REPLICATIONS_MIRROR"}
+    return {**env, **extra}
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+def test_make_exports_the_mirror_beside_the_checkout_when_none_is_set():
+    out = subprocess.run(["make", "-s", f"--eval={SHOW}", "show-mirror"], cwd=ROOT, env=_env_without_mirror(),
+                         capture_output=True, text=True, timeout=60, check=True)
+    expected = str(MIRROR.resolve()) if MIRROR.is_dir() else ""
+    assert out.stdout.strip() == f"[{expected}]"
+    given = subprocess.run(["make", "-s", f"--eval={SHOW}", "show-mirror"], cwd=ROOT,
+                           env=_env_without_mirror(REPLICATIONS_MIRROR="/elsewhere"),
+                           capture_output=True, text=True, timeout=60, check=True)
+    assert given.stdout.strip() == "[/elsewhere]"  # an explicit mirror wins
+
+
+def test_an_empty_variable_does_not_hide_the_mirror_from_the_tests():
+    code = "import os, tests.conftest; print(os.environ.get('REPLICATIONS_MIRROR', ''))"
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=_env_without_mirror(REPLICATIONS_MIRROR=""),
+                         capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.strip() == (str(MIRROR) if MIRROR.exists() else "")
