@@ -18,6 +18,7 @@ from replications.gaga.metrics import evaluate_split
 from replications.gaga.model import GAGA
 from replications.gaga.train import fit, predict
 from shared.atomic import write_text_atomic
+from shared.config_check import given
 from shared.replication import LogFn, Replication
 from shared.runner import result_path
 
@@ -100,8 +101,8 @@ class GAGAReplication(Replication):
             weight = torch.tensor([1.0, float((1 - y_tr).sum() / y_tr.sum())], device=cfg.device)
         optimizer = torch.optim.Adam(model.parameters(), lr=m.lr, weight_decay=m.wd)
         summary = fit(forward, model, data["y"], train_idx, val_idx, optimizer,
-                      max_epochs=cfg.scale.max_epochs or protocol.max_epochs,
-                      patience=cfg.scale.patience or cfg.dataset.get("patience") or protocol.patience,
+                      max_epochs=given(cfg.scale.max_epochs, protocol.max_epochs),
+                      patience=given(cfg.scale.patience, given(cfg.dataset.get("patience"), protocol.patience)),
                       batch_size=m.get("batch_size"), log=log, class_weight=weight)
         summary["split"] = seed if len(graph.splits) > 1 else "seed-717 40/10/50"
         if "grouping_seconds" in data:
