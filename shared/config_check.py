@@ -55,12 +55,13 @@ def _check_value(path: str, key: str, value: Any) -> None:
         raise ConfigError(f"{path}={value!r} is invalid: it must be a number in [0, 1); fix the override or the config file")
 
 
-def _walk(node: Any, path: str) -> None:
+def walk(node: Any, path: str) -> None:
+    """Check every value under `node` (named `path` in errors) by its key's rule."""
     for key, child in node.items():
         if key in NAME_MAPS:
             continue
         if isinstance(child, DictConfig):
-            _walk(child, f"{path}.{key}")
+            walk(child, f"{path}.{key}")
         elif not isinstance(child, ListConfig):
             _check_value(f"{path}.{key}", str(key), child)
 
@@ -102,6 +103,6 @@ def validate(cfg: DictConfig) -> None:
     check_seeds("paper.protocol.seeds", cfg.paper.get("protocol", {}).get("seeds"))
     check_device(cfg.get("device", "cpu"))
     for group in ("scale", "model"):
-        _walk(cfg[group], group)
+        walk(cfg[group], group)
     if cfg.paper.get("protocol") is not None:
-        _walk(cfg.paper.protocol, "paper.protocol")
+        walk(cfg.paper.protocol, "paper.protocol")
