@@ -49,8 +49,12 @@ def resumable_runs(cfg: DictConfig, config: dict[str, Any]) -> list[dict[str, An
     path = partial_path(cfg)
     if not path.exists():
         return []
-    saved = json.loads(path.read_text())
-    if saved.get("config") != config:
+    try:
+        saved = json.loads(path.read_text())
+    except (UnicodeDecodeError, json.JSONDecodeError):  # e.g. a disk that filled up: start over, say so
+        print(f"note: ignoring {path}: it is not valid JSON; its seeds run again")
+        return []
+    if not isinstance(saved, dict) or saved.get("config") != config:
         print(f"note: ignoring {path}: it was made with a different config")
         return []
     return saved["runs"]

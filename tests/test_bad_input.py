@@ -19,6 +19,7 @@ import torch
 
 from replications import replicate, verify
 from tests.conftest import compose_cfg
+from tests.test_runner import paper_file  # noqa: F401  (fixture)
 
 ROOT = Path(__file__).resolve().parents[1]
 NO_CUDA = not torch.cuda.is_available()
@@ -260,3 +261,17 @@ def test_smoke_block_shrinks_only_existing_keys_and_the_command_line_wins():
     assert "K" not in rgcn.model and rgcn.model.hidden == 16
     full = compose_cfg("paper=pshgcn", "dataset=acm")
     assert apply_smoke(full) == [] and full.model.K == 5
+
+
+# --- a corrupt partial file ---------------------------------------------------------------------------------
+
+def test_corrupt_partial_file_is_ignored_with_a_note(tmp_path, capsys, paper_file):  # noqa: F811
+    from shared.runner import partial_path, run
+    from tests.test_runner import Toy, _cfg
+
+    cfg = _cfg(tmp_path)
+    partial_path(cfg).parent.mkdir(parents=True)
+    partial_path(cfg).write_text('{"complete": false, "runs": [')  # cut off mid-write by a full disk
+    record = run(cfg, Toy(paper_file))
+    assert [r["seed"] for r in record["runs"]] == [1, 2, 3] and not partial_path(cfg).exists()
+    assert "is not valid JSON; its seeds run again" in capsys.readouterr().out
