@@ -61,12 +61,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=PROJECT_ROOT / "results" / "smoke")
     parser.add_argument("--papers", default=",".join(replications.available()))
     args = parser.parse_args(argv)
+    env = environment()  # at the start: the commit whose code the runs below time
     rows = []
     for paper in args.papers.split(","):
         rows.append(time_paper(paper))
         print(rows[-1], flush=True)
     total = round(sum(r["wall_seconds"] for r in rows), 1)
-    env = environment()
     write_json_atomic(args.out / "benchmark.json", {"total_wall_seconds": total, "target_seconds": TARGET_SECONDS,
                                                     "rows": rows, "environment": env})
     text = render(rows, env, total)
