@@ -17,7 +17,7 @@ from omegaconf import DictConfig, ListConfig
 POSITIVE_INT = {"hidden", "emb_dim", "ff_dim", "dim", "steps", "batch_size", "heads", "layers", "K", "hops",
                 "max_epochs", "patience", "num_experts", "ffn_hidden", "d_model", "seq_len", "block", "workers",
                 "order", "negatives", "smoke_images", "smoke_eval_tokens", "smoke_eval_queries", "threads", "curve_points",
-                "curve_valid_tokens", "khop"}
+                "curve_valid_tokens", "khop", "step_batch"}
 POSITIVE = {"lr", "prop_lr", "gamma", "clip_norm", "capacity_factor", "eval_capacity_factor"}
 NON_NEGATIVE = {"wd", "prop_wd", "weight_decay", "regularization", "warmup_steps", "aux_weight"}
 FRACTION = {"dropout", "input_drop", "val_ratio"}  # [0, 1): a dropout of 1 zeroes everything

@@ -42,9 +42,9 @@ def load_paper(path: Path) -> dict[str, Any]:
             raise ValueError(f"{path}: reported entry {entry} lacks {sorted(missing)}")
         if entry["kind"] not in KINDS:
             raise ValueError(f"{path}: reported entry {entry} has kind '{entry['kind']}'; valid: {', '.join(KINDS)}")
-        missing = KIND_KEYS.get(entry["kind"], set()) - entry.keys()
-        if missing:
-            raise ValueError(f"{path}: a '{entry['kind']}' reference must give {sorted(missing)}: {entry}")
+        missing = {k for k in KIND_KEYS.get(entry["kind"], set()) if entry.get(k) in (None, "", {})}
+        if missing and entry["value"] is not None:  # an unknown value has no copy or run to describe
+            raise ValueError(f"{path}: a '{entry['kind']}' reference must give {sorted(missing)} (missing or null): {entry}")
         key = (entry["dataset"], entry["model"], entry["metric"], entry["kind"])
         if key in seen:
             raise ValueError(f"{path}: two '{entry['kind']}' references for {key[:3]}: keep one per kind")

@@ -33,7 +33,9 @@ def test_tolokers_smoke(monkeypatch, tmp_path, model):
     assert saved["complete"] and saved["runs"][0]["train"]["split"] == 1
     for metric in ("test_auc", "test_ap", "test_f1_macro", "val_auc"):
         assert 0.0 <= record["aggregate"][metric]["mean"] <= 100.0
-    assert {r["status"] for r in record["comparison"]} == {"no reference"}  # Tolokers is not a paper dataset
+    # Tolokers is not a paper dataset: only GraphSAGE's test AUC has a (secondary, Platonov et al.) reference
+    referenced = {r["metric"] for r in record["comparison"] if r["status"] != "no reference"}
+    assert referenced == ({"test_auc"} if cfg.model.name == "graphsage" else set())
 
 
 def test_same_seed_same_numbers():

@@ -48,6 +48,7 @@ def _write(tmp_path, entry_line: str):
     ("{dataset: d, model: m, metric: acc, value: 1.0, source: s, verified: true}", "lacks ['kind']"),
     ("{kind: blog, dataset: d, model: m, metric: acc, value: 1.0, source: s, verified: true}", "valid: paper"),
     ("{kind: secondary, dataset: d, model: m, metric: acc, value: 1.0, source: s, verified: false}", "copied_by"),
+    ("{kind: secondary, dataset: d, model: m, metric: acc, value: 1.0, source: s, verified: false, copied_by: null}", "null"),
     ("{kind: authors_code_run, dataset: d, model: m, metric: acc, value: 1.0, source: s, verified: true}", "provenance"),
 ])
 def test_malformed_references_are_refused(tmp_path, line, message):

@@ -16,7 +16,7 @@ from replications.gaga.baselines import BWGNN, MLP, GraphSAGE, normalized_adjace
 from replications.gaga.grouping import group_ids, group_sequences
 from replications.gaga.metrics import evaluate_split
 from replications.gaga.model import GAGA
-from replications.gaga.train import fit, predict
+from replications.gaga.train import fit, predict, steps_per_epoch
 from shared.atomic import write_text_atomic
 from shared.config_check import given
 from shared.replication import LogFn, Replication
@@ -100,10 +100,17 @@ class GAGAReplication(Replication):
             y_tr = data["y"][train_idx].float()
             weight = torch.tensor([1.0, float((1 - y_tr).sum() / y_tr.sum())], device=cfg.device)
         optimizer = torch.optim.Adam(model.parameters(), lr=m.lr, weight_decay=m.wd)
+        # Patience and budget in optimizer steps: the protocol's epochs at GAGA's batch size (`step_batch`),
+        # whatever the model's own batch; a full-batch model gets as many updates as GAGA (train.py). Configs
+        # stored before step_batch existed count the model's own epochs, as they were run (make verify).
+        # Explicit None checks: a 0 is a value (refused by shared.config_check), never "unset".
+        step_batch = given(cfg.dataset.get("step_batch"), given(protocol.get("step_batch"), m.get("batch_size")))
+        unit = steps_per_epoch(len(train_idx), step_batch)
+        patience = given(cfg.scale.patience, given(cfg.dataset.get("patience"), protocol.patience))
         summary = fit(forward, model, data["y"], train_idx, val_idx, optimizer,
-                      max_epochs=given(cfg.scale.max_epochs, protocol.max_epochs),
-                      patience=given(cfg.scale.patience, given(cfg.dataset.get("patience"), protocol.patience)),
-                      batch_size=m.get("batch_size"), log=log, class_weight=weight)
+                      max_steps=protocol.max_epochs * unit, patience_steps=patience * unit,
+                      batch_size=m.get("batch_size"), log=log, class_weight=weight,
+                      max_epochs=cfg.scale.max_epochs)
         summary["split"] = seed if len(graph.splits) > 1 else "seed-717 40/10/50"
         if "grouping_seconds" in data:
             summary["grouping_seconds"] = data["grouping_seconds"]
