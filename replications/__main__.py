@@ -15,8 +15,10 @@ from hydra.types import RunMode
 from omegaconf import DictConfig
 
 import replications
+from shared.config_check import validate
 from shared.destination import DestinationError
 from shared.runner import ConfigError, check_choices, result_path, run
+from shared.smoke import apply_smoke
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
@@ -25,6 +27,8 @@ def main(cfg: DictConfig) -> float | None:
         replication = replications.get(cfg.paper.name)
         check_choices(cfg)
         hydra_cfg = HydraConfig.get()
+        apply_smoke(cfg, hydra_cfg.overrides.task)
+        validate(cfg)
         if hydra_cfg.mode == RunMode.MULTIRUN and not cfg.get("results_dir"):
             cfg.results_dir = hydra_cfg.runtime.output_dir  # one folder per job: jobs never overwrite each other
         print(f"hand run: results go to {result_path(cfg).resolve()} (results/ is written only by make replicate-<paper>)")

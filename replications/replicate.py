@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sys
 from contextlib import nullcontext
+from pathlib import Path
 
 from hydra import compose, initialize_config_dir
 from hydra.errors import HydraException
@@ -19,9 +20,12 @@ from omegaconf.errors import OmegaConfBaseException
 
 import replications
 from shared import report
+from shared.config_check import validate
 from shared.data import DataError
 from shared.destination import DestinationError, protocol, results_root
 from shared.runner import PROJECT_ROOT, ConfigError, check_choices, run
+from shared.smoke import apply_smoke
+from shared.writable import ensure_writable
 
 NARROWING = ("dataset", "model")
 RUN_ONLY = ("tracker", "device")  # where and how a run executes, not what it computes
@@ -50,14 +54,25 @@ def plan_configs(paper: str, overrides: list[str]) -> list[tuple[str, str, DictC
     with initialize_config_dir(config_dir=str(PROJECT_ROOT / "conf"), version_base="1.3"):
         for dataset in datasets:
             for model in models:
-                choice = f"{paper}/{dataset}" if model == paper else model
-                if not (PROJECT_ROOT / "conf" / "model" / f"{choice}.yaml").exists():
-                    raise ConfigError(f"paper '{paper}' has no model '{model}' for dataset '{dataset}' "
-                                      f"(no conf/model/{choice}.yaml); valid: {', '.join(plan.models)}")
+                choice = model_choice(paper, list(plan.models), model, dataset)
                 cfg = compose("config", overrides=[f"paper={paper}", f"dataset={dataset}", f"model={choice}", *rest])
                 check_choices(cfg)
+                apply_smoke(cfg, overrides)
+                validate(cfg)
                 configs.append((dataset, model, cfg))
     return configs
+
+
+def model_choice(paper: str, planned: list[str], model: str, dataset: str) -> str:
+    """The config choice for `model`: a config name (gaga_mlp) or the name results use (mlp)."""
+    by_name = {str(OmegaConf.load(PROJECT_ROOT / "conf" / "model" / f"{c}.yaml").name): c
+               for c in planned if c != paper and (PROJECT_ROOT / "conf" / "model" / f"{c}.yaml").exists()}
+    choice = f"{paper}/{dataset}" if model == paper else by_name.get(model, model)
+    if not (PROJECT_ROOT / "conf" / "model" / f"{choice}.yaml").exists():
+        accepted = sorted({paper, *by_name, *planned})
+        raise ConfigError(f"paper '{paper}' has no model '{model}' for dataset '{dataset}'; "
+                          f"accepted names: {', '.join(accepted)}")
+    return choice
 
 
 def one_line(exc: Exception) -> str:
@@ -79,6 +94,8 @@ def main(argv: list[str]) -> int:
         configs = plan_configs(paper, overrides)
         with nullcontext() if changes else protocol():
             roots = {str(results_root(cfg)) for _, _, cfg in configs}  # refuses results/ before anything runs
+            for root in roots:
+                ensure_writable(Path(root))  # an unwritable folder fails now, not after the first model trains
     except (ConfigError, DestinationError, HydraException, OmegaConfBaseException) as exc:
         print(f"error: {one_line(exc)}", file=sys.stderr)
         return 2

@@ -49,8 +49,37 @@ def compare_metrics(committed: dict[str, float], rerun: dict[str, float], rtol: 
     return rows
 
 
+def read_record(path: Path) -> dict[str, Any]:
+    """A complete result file, or ValueError saying what the file is instead."""
+    hint = "give a result file such as results/gaga/tolokers/gaga.json"
+    if path.is_dir():
+        raise ValueError(f"{path} is a folder, not a result file; {hint}")
+    try:
+        record = json.loads(path.read_text())
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{path} is not valid JSON ({exc}); {hint}") from exc
+    missing = [k for k in ("paper", "dataset", "model", "runs") if not isinstance(record, dict) or k not in record]
+    if missing:
+        raise ValueError(f"{path} is not a result file (no {', '.join(missing)}); {hint}")
+    if not record.get("complete", True):
+        raise ValueError(f"{path} is a partial file (an interrupted run); re-run its command to finish it, then verify")
+    return record
+
+
+def parse_seeds(text: str | None) -> list[int] | None:
+    if text is None:
+        return None
+    try:
+        seeds = [int(s) for s in text.split(",")]
+    except ValueError:
+        raise ValueError(f"--seeds {text!r} is invalid: give comma-separated integers, e.g. --seeds 0,1") from None
+    if any(s < 0 for s in seeds):
+        raise ValueError(f"--seeds {text!r} is invalid: seeds are integers >= 0, e.g. --seeds 0,1")
+    return seeds
+
+
 def verify(path: Path, seeds: list[int] | None = None, rtol: float = 1e-6, replication: Replication | None = None) -> bool:
-    record = json.loads(path.read_text())
+    record = read_record(path)
     by_seed = {r["seed"]: r for r in record["runs"]}
     chosen = seeds if seeds is not None else sorted(by_seed)[:1]
     unknown = [s for s in chosen if s not in by_seed]
@@ -80,11 +109,13 @@ def main(argv: list[str]) -> int:
     if not args.result.exists():
         print(f"error: no result file {args.result}; committed ones are under results/<paper>/<dataset>/", file=sys.stderr)
         return 2
-    seeds = [int(s) for s in args.seeds.split(",")] if args.seeds else None
+    if not (args.rtol >= 0):
+        print(f"error: --rtol {args.rtol} is invalid: a tolerance is >= 0, e.g. --rtol 1e-6", file=sys.stderr)
+        return 2
     try:
-        return 0 if verify(args.result, seeds, args.rtol) else 1
-    except (ValueError, KeyError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        return 0 if verify(args.result, parse_seeds(args.seeds), args.rtol) else 1
+    except (ValueError, KeyError) as exc:  # ConfigError and DestinationError are ValueErrors too
+        print(f"error: {exc.args[0] if isinstance(exc, KeyError) else exc}", file=sys.stderr)
         return 2
 
 

@@ -10,6 +10,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from shared.atomic import write_json_atomic
+from shared.config_check import ConfigError, validate
 from shared.destination import results_root
 from shared.perf import keep_freed_memory
 from shared.reference import compare, load_paper, reported_for
@@ -18,15 +19,12 @@ from shared.runinfo import environment, git_state, peak_memory_mb, relative_to_r
 from shared.seeding import seed_everything
 from shared.stats import aggregate
 from shared.tracking import make_tracker
+from shared.writable import ensure_writable
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 # The code this process runs is the code checked out when it started: every (dataset, model) of one
 # process records this commit, even if HEAD moves (a commit, a checkout) while a long protocol runs.
 PROCESS_START_GIT = git_state()
-
-
-class ConfigError(ValueError):
-    """A config choice that composes but makes no sense for this paper."""
 
 
 def seeds_of(cfg: DictConfig) -> list[int]:
@@ -51,8 +49,12 @@ def resumable_runs(cfg: DictConfig, config: dict[str, Any]) -> list[dict[str, An
     path = partial_path(cfg)
     if not path.exists():
         return []
-    saved = json.loads(path.read_text())
-    if saved.get("config") != config:
+    try:
+        saved = json.loads(path.read_text())
+    except (UnicodeDecodeError, json.JSONDecodeError):  # e.g. a disk that filled up: start over, say so
+        print(f"note: ignoring {path}: it is not valid JSON; its seeds run again")
+        return []
+    if not isinstance(saved, dict) or saved.get("config") != config:
         print(f"note: ignoring {path}: it was made with a different config")
         return []
     return saved["runs"]
@@ -82,6 +84,8 @@ def check_choices(cfg: DictConfig) -> None:
 
 def run(cfg: DictConfig, replication: Replication) -> dict[str, Any]:
     check_choices(cfg)
+    validate(cfg)
+    ensure_writable(result_path(cfg).parent)  # before hours of training, not after
     keep_freed_memory()
     paper = load_paper(replication.paper_file)
     reported = {

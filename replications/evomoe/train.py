@@ -69,7 +69,9 @@ def dts_gates(model: GPT) -> list[DTSGate]:
 
 def fit(cfg: DictConfig, model: GPT, train: Tensor, valid: Tensor, seed: int, log) -> dict[str, Any]:
     p, m = cfg.paper.protocol, cfg.model
-    steps = int(cfg.scale.max_epochs or p.steps)  # scale=smoke: max_epochs caps the optimiser steps
+    # scale.max_epochs caps the optimiser steps; an explicit None check: 0 is a value (refused by the
+    # config check), never "unset"
+    steps = int(p.steps if cfg.scale.max_epochs is None else cfg.scale.max_epochs)
     data = batchify(train, p.batch_size)
     optimizer = torch.optim.AdamW(model.parameters(), lr=p.lr, betas=(0.9, 0.98), eps=1e-8,
                                   weight_decay=p.weight_decay)

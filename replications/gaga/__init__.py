@@ -18,6 +18,7 @@ from replications.gaga.metrics import evaluate_split
 from replications.gaga.model import GAGA
 from replications.gaga.train import fit, predict, steps_per_epoch
 from shared.atomic import write_text_atomic
+from shared.config_check import given
 from shared.replication import LogFn, Replication
 from shared.runner import result_path
 
@@ -102,9 +103,10 @@ class GAGAReplication(Replication):
         # Patience and budget in optimizer steps: the protocol's epochs at GAGA's batch size (`step_batch`),
         # whatever the model's own batch; a full-batch model gets as many updates as GAGA (train.py). Configs
         # stored before step_batch existed count the model's own epochs, as they were run (make verify).
-        step_batch = cfg.dataset.get("step_batch") or protocol.get("step_batch") or m.get("batch_size")
+        # Explicit None checks: a 0 is a value (refused by shared.config_check), never "unset".
+        step_batch = given(cfg.dataset.get("step_batch"), given(protocol.get("step_batch"), m.get("batch_size")))
         unit = steps_per_epoch(len(train_idx), step_batch)
-        patience = cfg.scale.patience or cfg.dataset.get("patience") or protocol.patience
+        patience = given(cfg.scale.patience, given(cfg.dataset.get("patience"), protocol.patience))
         summary = fit(forward, model, data["y"], train_idx, val_idx, optimizer,
                       max_steps=protocol.max_epochs * unit, patience_steps=patience * unit,
                       batch_size=m.get("batch_size"), log=log, class_weight=weight,

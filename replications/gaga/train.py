@@ -38,7 +38,7 @@ def fit(forward: Forward, model: nn.Module, y: torch.Tensor, train_idx: torch.Te
     loss_fn = nn.CrossEntropyLoss(weight=class_weight)
     y_val = y[val_idx].cpu().numpy()
     per_epoch = steps_per_epoch(len(train_idx), batch_size)
-    max_epochs = min(max(1, max_steps // per_epoch), max_epochs or max_steps)
+    max_epochs = min(max(1, max_steps // per_epoch), max_steps if max_epochs is None else max_epochs)
     best_auc, best_epoch, best_state, epoch = -np.inf, -1, None, -1
     steps, best_steps = 0, 0
     for epoch in range(max_epochs):

@@ -21,6 +21,7 @@ import numpy as np
 
 from replications.ppocrv3.models import MODEL_SETS, model_files
 from replications.ppocrv3.protocol import Regions
+from shared.config_check import ConfigError
 
 
 @dataclass
@@ -126,7 +127,9 @@ class TesseractEngine:
     def __init__(self, psm: int, lang: str, threads: int):
         self.binary = shutil.which("tesseract")
         if self.binary is None:
-            raise RuntimeError("tesseract is not installed. Fix: apt-get install -y tesseract-ocr tesseract-ocr-eng")
+            # A ConfigError: the entry points print it as one line (exit 2), before any image is read.
+            raise ConfigError("model=tesseract needs the tesseract binary, which is not installed. "
+                              "Fix: apt-get install -y tesseract-ocr tesseract-ocr-eng")
         self.psm, self.lang = psm, lang
         self.env = {**os.environ, "OMP_THREAD_LIMIT": str(threads)}
 

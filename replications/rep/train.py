@@ -26,6 +26,7 @@ from torch import Tensor
 from replications.rep.models import KGE, context
 from shared.atomic import atomic_path
 from shared.data import cache_dir
+from shared.data.derived import intact, stamp
 from shared.replication import LogFn
 
 
@@ -100,7 +101,7 @@ def train_or_load(model: KGE, dataset: str, train: Tensor, hp: Any, hp_dict: dic
     The cache lets a REP sweep over alpha/khop reuse one trained base model per seed.
     """
     path = cache_dir() / "rep_embeddings" / f"{cache_key(dataset, model.kind, hp_dict, steps, seed)}.pt"
-    if use_cache and path.exists():
+    if use_cache and intact(path):  # size + sha256 as saved: a truncated file is retrained, not loaded
         saved = torch.load(path, map_location=model.entity.device)
         with torch.no_grad():
             model.entity.copy_(saved["entity"])
@@ -113,4 +114,5 @@ def train_or_load(model: KGE, dataset: str, train: Tensor, hp: Any, hp_dict: dic
         with atomic_path(path) as tmp:
             torch.save({"entity": model.entity.detach().cpu(), "relation": model.relation.detach().cpu(),
                         "summary": summary}, tmp)
+        stamp(path)
     return summary | {"from_cache": False}

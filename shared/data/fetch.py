@@ -173,9 +173,14 @@ def fetch(spec: DatasetSpec) -> dict[str, Path]:
 
 def extract_zip(archive: Path, sha256: str) -> Path:
     """Extract `archive` once into the cache (atomically, via a temporary folder); return that folder."""
+    from shared.data.derived import discard, intact, stamp  # derived builds on this module
+
     target = cache_dir() / "extracted" / sha256[:16]
-    if target.exists():
+    if intact(target):  # every member as extracted (size + sha256): half a node.dat is never read
         return target
+    if target.exists():
+        print(f"note: re-extracting {archive} into {target}: its files differ from those extracted")
+        discard(target)
     tmp = target.with_name(target.name + ".part")
     shutil.rmtree(tmp, ignore_errors=True)
     try:
@@ -188,4 +193,5 @@ def extract_zip(archive: Path, sha256: str) -> Path:
         shutil.rmtree(tmp, ignore_errors=True)
         raise DataError(f"{archive} is not a valid zip ({exc}). Fix: delete it and fetch again.") from exc
     os.replace(tmp, target)
+    stamp(target)
     return target

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 from torch_geometric.data import HeteroData
 
-from shared.atomic import atomic_path
+from shared.data.derived import cached_file
 from shared.data.fetch import DatasetSpec, RemoteFile, cache_dir, extract_zip, fetch
 
 HGB_URL = "https://cloud.tsinghua.edu.cn/d/a2728e52cd4943efa389/files/?p=%2F{name}.zip&dl=1"
@@ -149,9 +149,6 @@ def load_hgb(name: str) -> HeteroData:
         raise KeyError(f"unknown HGB dataset '{name}'; valid: {', '.join(HGB_DATASETS)}")
     spec = HGB_DATASETS[name]
     processed = cache_dir() / "processed" / f"hgb_{name}_{spec.files[0].sha256[:12]}_v{PARSER_VERSION}.pt"
-    if processed.exists():
-        return torch.load(processed, weights_only=False)
-    data = parse_hgb(hgb_files(spec))
-    with atomic_path(processed) as tmp:
-        torch.save(data, tmp)
-    return data
+    # Verified against its stamp before each use; a truncated or corrupt file is parsed again from the source.
+    return cached_file(processed, lambda: parse_hgb(hgb_files(spec)), torch.save,
+                       lambda path: torch.load(path, weights_only=False))

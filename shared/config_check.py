@@ -1,0 +1,108 @@
+"""Validate a composed config before any work: types and ranges of the values every paper shares.
+
+Hydra composes ``seed=abc`` or ``model.lr=-1`` without complaint; a run would then fail after loading
+the data, or (worse) run something else than asked. The rules go by key name wherever the key sits
+(model, its per-dataset tables, the paper's protocol, the scale), so a new paper's configs are checked
+without registering anything. ``None`` always means "unset"; 0 is a value, checked like any other.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from omegaconf import DictConfig, ListConfig
+
+# Counts, sizes and budgets: a positive number (an integer where it counts something).
+POSITIVE_INT = {"hidden", "emb_dim", "ff_dim", "dim", "steps", "batch_size", "heads", "layers", "K", "hops",
+                "max_epochs", "patience", "num_experts", "ffn_hidden", "d_model", "seq_len", "block", "workers",
+                "order", "negatives", "smoke_images", "smoke_eval_tokens", "smoke_eval_queries", "threads", "curve_points",
+                "curve_valid_tokens", "khop", "step_batch"}
+POSITIVE = {"lr", "prop_lr", "gamma", "clip_norm", "capacity_factor", "eval_capacity_factor"}
+NON_NEGATIVE = {"wd", "prop_wd", "weight_decay", "regularization", "warmup_steps", "aux_weight"}
+FRACTION = {"dropout", "input_drop", "val_ratio"}  # [0, 1): a dropout of 1 zeroes everything
+NAME_MAPS = {"node_letters", "relations"}  # letters and edge-type ids, not numbers (PSHGCN's K is a node letter)
+DEVICE = re.compile(r"^(cpu|cuda(:\d+)?|mps)$")
+
+
+class ConfigError(ValueError):
+    """A config choice or value that composes but makes no sense; the message says how to fix it."""
+
+
+def given(value: Any, default: Any) -> Any:
+    """``value`` unless it is None: a 0 is a value (checked by validate), never "unset" as with ``or``."""
+    return default if value is None else value
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _check_value(path: str, key: str, value: Any) -> None:
+    if value is None:
+        return
+    if key in POSITIVE_INT:
+        if not (_is_number(value) and float(value).is_integer() and value > 0):
+            raise ConfigError(f"{path}={value!r} is invalid: it must be a positive integer; fix the override "
+                              f"or the config file")
+    elif key in POSITIVE:
+        if not (_is_number(value) and value > 0):
+            raise ConfigError(f"{path}={value!r} is invalid: it must be a number > 0; fix the override or the config file")
+    elif key in NON_NEGATIVE:
+        if not (_is_number(value) and value >= 0):
+            raise ConfigError(f"{path}={value!r} is invalid: it must be a number >= 0; fix the override or the config file")
+    elif key in FRACTION and not (_is_number(value) and 0 <= value < 1):
+        raise ConfigError(f"{path}={value!r} is invalid: it must be a number in [0, 1); fix the override or the config file")
+
+
+def walk(node: Any, path: str) -> None:
+    """Check every value under `node` (named `path` in errors) by its key's rule."""
+    for key, child in node.items():
+        if key in NAME_MAPS:
+            continue
+        if isinstance(child, DictConfig):
+            walk(child, f"{path}.{key}")
+        elif not isinstance(child, ListConfig):
+            _check_value(f"{path}.{key}", str(key), child)
+
+
+def check_seeds(path: str, seeds: Any) -> None:
+    """A seed list: non-empty, non-negative integers (numpy refuses negative seeds)."""
+    if seeds is None:
+        return
+    if not isinstance(seeds, (list, ListConfig)) or len(seeds) == 0:
+        raise ConfigError(f"{path}={seeds!r} is invalid: it must be a non-empty list of seeds, e.g. {path}=[1,2,3]")
+    for s in seeds:
+        if not (isinstance(s, int) and not isinstance(s, bool) and s >= 0):
+            raise ConfigError(f"{path} holds {s!r}: every seed must be an integer >= 0, e.g. {path}=[1,2,3]")
+
+
+def check_device(device: Any) -> None:
+    """cpu, or an accelerator this machine has: say which exist rather than fail inside the first .to()."""
+    import torch
+
+    available = ["cpu"]
+    if torch.cuda.is_available():
+        available += ["cuda"] + [f"cuda:{i}" for i in range(torch.cuda.device_count())]
+    if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+        available.append("mps")
+    if not isinstance(device, str) or not DEVICE.match(device):
+        raise ConfigError(f"device={device!r} is not a device name; this machine has: {', '.join(available)}")
+    if device not in available:
+        raise ConfigError(f"device={device} is not available on this machine (torch sees no such device); "
+                          f"this machine has: {', '.join(available)}")
+
+
+def validate(cfg: DictConfig) -> None:
+    """Raise ConfigError naming the first invalid value of a composed config (before any data is loaded)."""
+    seed = cfg.get("seed")
+    if seed is not None and not (isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0):
+        raise ConfigError(f"seed={seed!r} is invalid: it must be an integer >= 0 (e.g. seed=1), or unset for "
+                          f"the protocol's seeds")
+    check_seeds("scale.seeds", cfg.scale.get("seeds"))
+    check_seeds("paper.protocol.seeds", cfg.paper.get("protocol", {}).get("seeds"))
+    check_device(cfg.get("device", "cpu"))
+    for group in ("scale", "model"):
+        walk(cfg[group], group)
+    if cfg.paper.get("protocol") is not None:
+        walk(cfg.paper.protocol, "paper.protocol")

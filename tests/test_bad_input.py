@@ -1,0 +1,277 @@
+"""Every bad input a newcomer might type: a one-line error saying what and how to fix, exit code 2, nothing written.
+
+Most cases go through ``replications.replicate.main`` in-process (the same compose, check and validation
+as ``make replicate-<paper>``, without a process start each); the Hydra entry point has its own cases.
+"Nothing written" means: no result, partial or details file under the run's results_dir, and an empty cache.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+import torch
+
+from replications import replicate, verify
+from tests.conftest import compose_cfg
+from tests.test_runner import paper_file  # noqa: F401  (fixture)
+
+ROOT = Path(__file__).resolve().parents[1]
+NO_CUDA = not torch.cuda.is_available()
+
+
+def _files(folder: Path) -> list[Path]:
+    return [p for p in folder.rglob("*") if p.is_file()] if folder.exists() else []
+
+
+def refused(capsys, argv: list[str], out: Path, cache: Path) -> str:
+    """Run replicate with `argv`, assert exit 2, one stderr line, nothing written; return that line."""
+    code = replicate.main([*argv, "tracker=none", f"results_dir={out}"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2, err
+    assert len(err.splitlines()) == 1 and err.startswith("error: "), err
+    assert _files(out) == [] and _files(cache) == []
+    return err
+
+
+# --- config values: refused before any data is read --------------------------------------------------
+
+@pytest.mark.parametrize(("override", "message"), [
+    ("seed=abc", "seed='abc' is invalid: it must be an integer >= 0"),
+    ("seed=-1", "seed=-1 is invalid"),
+    ("seed=1.5", "seed=1.5 is invalid"),
+    ("model.lr=-0.1", "model.lr=-0.1 is invalid: it must be a number > 0"),
+    ("model.lr=0", "model.lr=0 is invalid"),
+    ("model.lr=fast", "model.lr='fast' is invalid"),
+    ("scale.max_epochs=0", "scale.max_epochs=0 is invalid: it must be a positive integer"),
+    ("scale.max_epochs=-3", "scale.max_epochs=-3 is invalid"),
+    ("scale.patience=0", "scale.patience=0 is invalid"),
+    ("model.hidden=0", "model.hidden=0 is invalid: it must be a positive integer"),
+    ("model.K=2.5", "model.K=2.5 is invalid"),
+    ("model.dropout=1.5", "model.dropout=1.5 is invalid: it must be a number in [0, 1)"),
+    ("model.wd=-1", "model.wd=-1 is invalid: it must be a number >= 0"),
+    ("scale.seeds=[]", "scale.seeds=[] is invalid: it must be a non-empty list of seeds"),
+    ("scale.seeds=[1,x]", "scale.seeds holds 'x'"),
+    ("paper.protocol.max_epochs=0", "paper.protocol.max_epochs=0 is invalid"),
+    ("device=tpu", "device='tpu' is not a device name; this machine has: cpu"),
+])
+def test_out_of_range_values_are_refused_before_any_work(capsys, tmp_path, fresh_cache, override, message):
+    err = refused(capsys, ["pshgcn", "dataset=dblp", "model=pshgcn", override], tmp_path / "out", fresh_cache)
+    assert message in err
+
+
+@pytest.mark.skipif(not NO_CUDA, reason="this machine has CUDA")
+def test_cuda_on_a_machine_without_it_names_the_devices_there(capsys, tmp_path, fresh_cache):
+    err = refused(capsys, ["gaga", "dataset=tolokers", "model=gaga", "device=cuda"], tmp_path / "out", fresh_cache)
+    assert "device=cuda is not available on this machine" in err and "this machine has: cpu" in err
+
+
+def test_a_scale_override_of_zero_is_a_value_not_unset(capsys, tmp_path, fresh_cache):
+    # `x or default` once ran the full 1000-epoch protocol for max_epochs=0; now 0 is checked and refused.
+    err = refused(capsys, ["gaga", "dataset=tolokers", "model=gaga", "scale.max_epochs=0"], tmp_path / "out",
+                  fresh_cache)
+    assert "scale.max_epochs=0 is invalid" in err
+    from shared.config_check import given
+
+    assert given(0, 1000) == 0 and given(None, 1000) == 1000
+
+
+def test_every_committed_config_passes_the_check():
+    from omegaconf import OmegaConf
+
+    from shared.config_check import validate, walk
+
+    for path in sorted((ROOT / "conf" / "model").rglob("*.yaml")):  # every model file, planned or not
+        walk(OmegaConf.load(path), "model")
+    for path in sorted((ROOT / "conf" / "paper").glob("*.yaml")):
+        walk(OmegaConf.load(path).protocol, "paper.protocol")
+    for paper in ("pshgcn", "gaga", "rep", "evomoe", "ppocrv3"):  # composed, with the smoke blocks applied
+        for _, _, cfg in replicate.plan_configs(paper, ["scale=smoke"]):
+            validate(cfg)
+
+
+# --- names ---------------------------------------------------------------------------------------------
+
+def test_model_name_as_the_results_use_it_is_accepted():
+    (_, model, cfg), = replicate.plan_configs("gaga", ["dataset=tolokers", "model=mlp"])
+    assert cfg.model.name == "mlp" and model == "mlp"
+
+
+def test_unknown_model_lists_the_accepted_names(capsys, tmp_path, fresh_cache):
+    err = refused(capsys, ["gaga", "dataset=tolokers", "model=mpl"], tmp_path / "out", fresh_cache)
+    assert "has no model 'mpl'" in err and "accepted names:" in err
+    assert all(name in err for name in ("mlp", "gaga_mlp", "bwgnn", "graphsage"))
+
+
+def test_unknown_paper_lists_the_papers(capsys):
+    assert replicate.main(["pshgnc"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown paper 'pshgnc'" in err and "pshgcn" in err
+
+
+def test_unknown_top_level_key_is_named(capsys, tmp_path, fresh_cache):
+    err = refused(capsys, ["pshgcn", "dataset=dblp", "model=pshgcn", "+modle.lr=0.1"], tmp_path / "out", fresh_cache)
+    assert "modle" in err
+
+
+# --- where results go -------------------------------------------------------------------------------------
+
+def _unwritable(tmp_path: Path) -> Path:
+    if os.geteuid() != 0:
+        folder = tmp_path / "readonly"
+        folder.mkdir()
+        folder.chmod(0o500)
+        return folder / "out"
+    try:  # root writes anywhere chmod allows; /sys refuses even root
+        os.close(tempfile.mkstemp(dir="/sys")[0])
+    except OSError:
+        return Path("/sys/replications-test/out")
+    pytest.skip("running as root with no read-only folder to try")
+
+
+def test_unwritable_results_folder_is_refused_before_training(capsys, tmp_path, fresh_cache):
+    out = _unwritable(tmp_path)
+    code = replicate.main(["gaga", "dataset=tolokers", "model=gaga", "tracker=none", f"results_dir={out}"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and err.startswith(f"error: cannot write results under {out}") and "results_dir=" in err
+    assert _files(fresh_cache) == []  # refused before the data was even fetched
+
+
+def test_results_folder_under_a_file_is_refused(capsys, tmp_path, fresh_cache):
+    (tmp_path / "afile").write_text("x")
+    err = refused(capsys, ["gaga", "dataset=tolokers", "model=gaga", "scale=smoke"], tmp_path / "afile" / "out",
+                  fresh_cache)
+    assert "is a file, not a folder" in err
+
+
+def test_writable_probe_leaves_nothing(tmp_path):
+    from shared.writable import ensure_writable
+
+    ensure_writable(tmp_path / "a" / "b")
+    assert list(tmp_path.iterdir()) == []  # no probe file, no folders made
+
+
+# --- the Hydra entry point ----------------------------------------------------------------------------
+
+def test_hand_run_bad_value_is_one_line_exit_2(tmp_path):
+    override, message = "seed=abc", "seed='abc' is invalid"  # one process start: ~30 s on a loaded machine
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "WANDB_MODE": "disabled"}
+    proc = subprocess.run([sys.executable, "-m", "replications", "paper=gaga", "dataset=tolokers", "model=gaga/tolokers",
+                           "tracker=none", override, f"results_dir={tmp_path / 'out'}"],
+                          capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], proc.stderr
+    assert "Traceback" not in proc.stderr and _files(tmp_path / "out") == []
+
+
+# --- make verify ---------------------------------------------------------------------------------------
+
+def _verify(capsys, *argv: str) -> str:
+    code = verify.main(list(argv))
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and err.startswith("error: "), err
+    return err
+
+
+def _record(tmp_path: Path, **changes) -> Path:
+    path = tmp_path / "gaga.json"
+    path.write_text(json.dumps({"paper": "gaga", "dataset": "tolokers", "model": "gaga", "complete": True,
+                                "runs": [{"seed": 0, "metrics": {}}], "config": {}} | changes))
+    return path
+
+
+def test_verify_seeds_not_integers(capsys, tmp_path):
+    assert "--seeds 'abc' is invalid: give comma-separated integers" in _verify(capsys, str(_record(tmp_path)), "--seeds", "abc")
+
+
+def test_verify_negative_rtol(capsys, tmp_path):
+    assert "--rtol -1.0 is invalid" in _verify(capsys, str(_record(tmp_path)), "--rtol", "-1")
+
+
+def test_verify_on_a_folder(capsys, tmp_path):
+    assert "is a folder, not a result file" in _verify(capsys, str(tmp_path))
+
+
+def test_verify_on_a_json_that_is_not_a_result(capsys, tmp_path):
+    (tmp_path / "x.json").write_text('{"a": 1}')
+    assert "is not a result file (no paper, dataset, model, runs)" in _verify(capsys, str(tmp_path / "x.json"))
+
+
+def test_verify_on_a_corrupt_file(capsys, tmp_path):
+    (tmp_path / "x.json").write_text('{"paper": "ga')
+    assert "is not valid JSON" in _verify(capsys, str(tmp_path / "x.json"))
+
+
+def test_verify_on_a_partial_file(capsys, tmp_path):
+    assert "is a partial file" in _verify(capsys, str(_record(tmp_path, complete=False)))
+
+
+def test_verify_on_a_missing_file(capsys, tmp_path):
+    assert "no result file" in _verify(capsys, str(tmp_path / "nope.json"))
+
+
+def test_verify_seed_not_in_the_record(capsys, tmp_path):
+    assert "has no seed [7]" in _verify(capsys, str(_record(tmp_path)), "--seeds", "7")
+
+
+def test_verify_result_of_an_unknown_paper(capsys, tmp_path):
+    assert "unknown paper 'nopaper'" in _verify(capsys, str(_record(tmp_path, paper="nopaper")))
+
+
+# --- the report ------------------------------------------------------------------------------------------
+
+def test_report_names_a_corrupt_result_file_and_builds_the_rest(tmp_path):
+    from shared.report import write_report
+
+    folder = tmp_path / "results" / "gaga" / "tolokers"
+    folder.mkdir(parents=True)
+    (folder / "gaga.json").write_text('{"paper": "gaga", "runs": [')
+    report = write_report(tmp_path / "results", ROOT / "replications", plots=False)
+    assert len(report.unreadable) == 1 and "gaga/tolokers/gaga.json" in report.unreadable[0]
+    assert "gaga/tolokers/gaga.json" in (tmp_path / "results" / "README.md").read_text()
+
+
+# --- tesseract missing ---------------------------------------------------------------------------------
+
+def test_missing_tesseract_is_a_config_error(monkeypatch):
+    from replications.ppocrv3 import engines
+    from shared.config_check import ConfigError
+
+    monkeypatch.setattr(engines.shutil, "which", lambda _: None)
+    with pytest.raises(ConfigError, match="apt-get install -y tesseract-ocr"):
+        engines.TesseractEngine(3, "eng", 1)
+
+
+# --- smoke shrinking ----------------------------------------------------------------------------------------
+
+def test_smoke_block_shrinks_only_existing_keys_and_the_command_line_wins():
+    from shared.smoke import apply_smoke
+
+    cfg = compose_cfg("paper=pshgcn", "dataset=acm", "scale=smoke", "scale.max_epochs=7")
+    changed = apply_smoke(cfg, ["scale=smoke", "scale.max_epochs=7"])
+    assert cfg.model.K == 2 and cfg.scale.max_epochs == 7 and "scale.max_epochs" not in changed
+    rgcn = compose_cfg("paper=pshgcn", "dataset=acm", "model=rgcn", "scale=smoke")
+    apply_smoke(rgcn)
+    assert "K" not in rgcn.model and rgcn.model.hidden == 16
+    full = compose_cfg("paper=pshgcn", "dataset=acm")
+    assert apply_smoke(full) == [] and full.model.K == 5
+
+
+# --- a corrupt partial file ---------------------------------------------------------------------------------
+
+def test_corrupt_partial_file_is_ignored_with_a_note(tmp_path, capsys, paper_file):  # noqa: F811
+    from shared.runner import partial_path, run
+    from tests.test_runner import Toy, _cfg
+
+    cfg = _cfg(tmp_path)
+    partial_path(cfg).parent.mkdir(parents=True)
+    partial_path(cfg).write_text('{"complete": false, "runs": [')  # cut off mid-write by a full disk
+    record = run(cfg, Toy(paper_file))
+    assert [r["seed"] for r in record["runs"]] == [1, 2, 3] and not partial_path(cfg).exists()
+    assert "is not valid JSON; its seeds run again" in capsys.readouterr().out
