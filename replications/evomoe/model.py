@@ -74,5 +74,8 @@ class GPT(nn.Module):
         for block in self.blocks:
             x, a = block(x, ids)
             aux = aux + a
-        nll = self.head(self.ln(x).reshape(-1, x.shape[-1]), targets.reshape(-1)).loss
+        # the adaptive softmax in fp32 outside autocast: torch's module mixes dtypes under bf16 autocast,
+        # and an fp32 output softmax is what mixed-precision LM training keeps anyway
+        with torch.autocast(ids.device.type, enabled=False):
+            nll = self.head(self.ln(x.float()).reshape(-1, x.shape[-1]), targets.reshape(-1)).loss
         return nll, aux

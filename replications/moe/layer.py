@@ -143,7 +143,8 @@ class MoELayer(nn.Module):
             out = grouped_ffn(h, counts, self.w1, self.b1, self.w2, self.b2, norm=self._norm())
         else:
             out = self._expert_parallel(h, counts)
-        y = torch.zeros_like(xf).index_add(0, tok, out * w.unsqueeze(1))
+        # under autocast the experts may run in bf16: combine in the input's precision
+        y = torch.zeros_like(xf).index_add(0, tok, (out * w.unsqueeze(1)).to(xf.dtype))
         if r.residual is not None:
             y = y + r.residual.unsqueeze(1) * xf
         self.last_stats = {**r.stats, "expert_load": counts.tolist()}
