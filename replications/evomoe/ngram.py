@@ -15,9 +15,11 @@ from torch import Tensor
 
 
 def kneser_ney_bigram_ppl(train: Tensor, test: Tensor, vocab: int, discount: float = 0.75) -> float:
-    """exp(mean NLL) of test[1:] given test[:-1] under a bigram fitted on train."""
-    tr, te = train.numpy().astype(np.int64), test.numpy().astype(np.int64)
-    pairs, counts = np.unique(tr[:-1] * vocab + tr[1:], return_counts=True)  # sorted pair codes
+    """exp(mean NLL) of test[1:] given test[:-1] under a bigram fitted on train: one stream [n], or
+    streams [B, n] (pairs taken inside each row, as the models read them)."""
+    tr, te = np.atleast_2d(train.numpy().astype(np.int64)), test.numpy().astype(np.int64)
+    codes = (tr[:, :-1] * vocab + tr[:, 1:]).reshape(-1)
+    pairs, counts = np.unique(codes, return_counts=True)  # sorted pair codes
     hist = pairs // vocab
     c_hist = np.bincount(hist, weights=counts, minlength=vocab)  # c(a .)
     types_after = np.bincount(hist, minlength=vocab)  # N1+(a .)
