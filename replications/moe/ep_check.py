@@ -46,6 +46,10 @@ def build(name: str, topo_world: int) -> MoELayer:
         ranks = torch.arange(topo_world, dtype=torch.float32)
         options = {**options, "topology": (ranks[:, None] - ranks[None, :]).abs(), "world_size": topo_world}
     layer = MoELayer(D, H, make_gate(kind, D, E, **options), group=None)
+    if kind == "base":  # its second matrix starts at zero (fairseq): give it values, the same for every W
+        full = torch.randn(E, H, D, generator=torch.Generator().manual_seed(3)) * 0.1
+        with torch.no_grad():
+            layer.w2.copy_(full[layer.rank * layer.local_experts:(layer.rank + 1) * layer.local_experts])
     if kind == "dts":
         layer.gate.generator = torch.Generator().manual_seed(2)  # the same stream on every rank
         layer.gate.temperature, layer.gate.mode = 0.7, ("hard" if name == "dts_hard" else "soft")
