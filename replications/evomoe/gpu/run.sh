@@ -4,6 +4,7 @@
 #   REPLICATIONS_MIRROR=data bash replications/evomoe/gpu/run.sh OUT_DIR [EXPERTS]
 # Writes OUT_DIR/evomoe/wikitext2/<model>.json and OUT_DIR/speedup.md. Needs torch with CUDA, hydra-core,
 # omegaconf, scipy, matplotlib (no network on the GPU machine: nothing is installed here).
+# DEVICE=cpu EXTRA="scale=smoke paper.protocol.d_model=32 ..." runs the same script as a CPU smoke test.
 set -euo pipefail
 out=${1:?usage: run.sh OUT_DIR [EXPERTS]}
 experts=${2:-8}
@@ -18,7 +19,7 @@ for model in evomoe/wikitext2 evomoe_switch evomoe_dense evomoe_gshard evomoe_ha
     *) extra=(model.ffn_hidden=2048 "model.num_experts=$experts") ;;
   esac
   echo "== $model $(date +%T)"
-  "$py" -m replications paper=evomoe_gpu dataset=wikitext2 "model=$model" device=cuda tracker=none \
-    "results_dir=$out" "${extra[@]}"
+  "$py" -m replications paper=evomoe_gpu dataset=wikitext2 "model=$model" "device=${DEVICE:-cuda}" tracker=none \
+    "results_dir=$out" "${extra[@]}" ${EXTRA:-}
 done
 "$py" -m replications.evomoe.speedup "$out/evomoe/wikitext2" | tee "$out/speedup.md"
