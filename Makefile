@@ -46,10 +46,11 @@ verify: venv
 report: venv
 	$(PY) -m shared.report
 
-# Hydra multirun over the grid in conf/sweep/<paper>.yaml (override its dataset with dataset=...).
+# Hydra multirun over the grid in conf/sweep/<paper>.yaml (or SWEEP=<name>: conf/sweep/<name>.yaml; override its
+# dataset with dataset=...).
 # Then shared.sweep ranks the settings on the paper's validation metric (the newest multirun folder).
 sweep-%: venv
-	$(PY) -m replications --multirun paper=$* +sweep=$* $(NARROW) $(ARGS)
+	$(PY) -m replications --multirun paper=$* +sweep=$(or $(SWEEP),$*) $(NARROW) $(ARGS)
 	$(PY) -m shared.sweep $$(ls -td multirun/*/* | head -1)
 
 # Speed and memory benchmarks: replications/<package>/bench.py writes its figures under results/.

@@ -39,20 +39,38 @@ def launch(world: int, out: Path, *extra: str) -> dict:
 @pytest.fixture(scope="module")
 def results(tmp_path_factory) -> dict[int, dict]:
     tmp = tmp_path_factory.mktemp("ep")
-    return {w: launch(w, tmp / f"w{w}.pt", *(["--with-buggy"] if w == 2 else [])) for w in (1, 2, 4)}
+    out = {w: launch(w, tmp / f"w{w}.pt", *(["--with-buggy"] if w == 2 else [])) for w in (1, 2, 4)}
+    for w in (2, 4):  # the topology gate's reference: one process running the W ranks' slices in turn
+        out[f"emulate{w}"] = launch(1, tmp / f"e{w}.pt", "--gates", "topology", "--emulate", str(w))
+    return out
+
+
+def assert_same(ref: dict, got: dict, world: int) -> None:
+    for gate, values in ref.items():
+        for key, value in values.items():
+            if key == "dropped_rank0" or (key == "aux" and gate in ("base", "hash")):
+                continue  # rank 0's own share of drops; base/hash have no loss
+            torch.testing.assert_close(got[gate][key], value, rtol=1e-5, atol=1e-6,
+                                       msg=lambda m, g=gate, k=key: f"{g} {k} differs at W={world}: {m}")
+        assert float(values["grad.moe.w1"].abs().sum()) > 0  # experts really got gradients
 
 
 @pytest.mark.parametrize("world", [2, 4])
 def test_loss_and_gradients_match_single_process(results, world):
     ref, got = results[1], results[world]
-    assert {"switch", "gshard", "ktop1", "sam", "base", "hash"} <= set(got)
-    for gate, values in ref.items():
-        for key, value in values.items():
-            if key == "aux" and gate in ("base", "hash"):
-                continue
-            torch.testing.assert_close(got[gate][key], value, rtol=1e-5, atol=1e-6,
-                                       msg=lambda m, g=gate, k=key: f"{g} {k} differs at W={world}: {m}")
-        assert float(values["grad.moe.w1"].abs().sum()) > 0  # experts really got gradients
+    cases = {"switch", "gshard", "gshard_drop", "gshard_random", "gshard_hetu", "ktop1", "sam", "base", "hash",
+             "dts", "dts_hard"}
+    assert cases <= set(got)
+    assert_same({k: v for k, v in ref.items() if k in cases}, got, world)
+    for dropping in ("switch", "gshard_drop", "gshard_hetu"):  # the capacity really binds
+        assert float(ref[dropping]["dropped_rank0"]) > 0
+
+
+@pytest.mark.parametrize("world", [2, 4])
+def test_topology_gate_matches_an_emulation_of_its_ranks(results, world):
+    ref = results[f"emulate{world}"]
+    assert_same(ref, {"topology": results[world]["topology"]}, world)
+    assert float(ref["topology"]["dropped_rank0"]) > 0
 
 
 def test_doubled_gradient_bug_is_caught(results):

@@ -29,11 +29,15 @@ class EvoMoEReplication(Replication):
         options = OmegaConf.to_container(m.gate_options, resolve=True) if m.get("gate_options") else {}
         if m.gate == "hash":
             options = {"vocab_size": len(data.vocab), **options}
-        if cfg.device != "cpu":
-            raise ValueError("evomoe runs on cpu only (device=cpu)")
-        return GPT(len(data.vocab), p.d_model, p.heads, p.layers, p.seq_len, m.ffn_hidden,
-                   None if m.gate == "dense" else m.gate, m.get("num_experts", 1), options,
-                   list(p.cutoffs), p.div_value, p.dropout)
+        device = torch.device(cfg.device)
+        if device.type not in ("cpu", "cuda"):
+            raise ValueError(f"evomoe runs on cpu or cuda, got device={cfg.device}")
+        if device.type == "cuda" and not torch.cuda.is_available():
+            raise ValueError("device=cuda but torch sees no GPU")
+        model = GPT(len(data.vocab), p.d_model, p.heads, p.layers, p.seq_len, m.ffn_hidden,
+                    None if m.gate == "dense" else m.gate, m.get("num_experts", 1), options,
+                    list(p.cutoffs), p.div_value, p.dropout)
+        return model.to(device)
 
     def train(self, cfg: DictConfig, model: GPT, data: wdata.Corpus, seed: int, log: LogFn) -> dict[str, Any]:
         threads = cfg.paper.protocol.get("threads")
@@ -43,12 +47,16 @@ class EvoMoEReplication(Replication):
         return self._summary
 
     def evaluate(self, cfg: DictConfig, model: GPT, data: wdata.Corpus) -> dict[str, float]:
-        L = cfg.paper.protocol.seq_len
-        limit = cfg.paper.protocol.smoke_eval_tokens if cfg.scale.name == "smoke" else None
-        return {"valid_ppl": perplexity(model, data.valid, L, max_tokens=limit),
-                "test_ppl": perplexity(model, data.test, L, max_tokens=limit),
-                "train_tokens_per_s": self._summary["train_tokens_per_s"],
-                "mean_active_experts": self._summary["mean_active_experts"]}
+        p = cfg.paper.protocol
+        limit = p.smoke_eval_tokens if cfg.scale.name == "smoke" else None
+        precision = p.get("precision", "fp32")
+        out = {"valid_ppl": perplexity(model, data.valid, p.seq_len, max_tokens=limit, precision=precision),
+               "test_ppl": perplexity(model, data.test, p.seq_len, max_tokens=limit, precision=precision),
+               "train_tokens_per_s": self._summary["train_tokens_per_s"],
+               "mean_active_experts": self._summary["mean_active_experts"]}
+        if p.get("target_valid_ppl") is not None:
+            out["steps_to_target"] = self._summary["steps_to_target"]
+        return out
 
     def after_replicate(self, cfg: DictConfig) -> None:
         """Called by `python -m replications.replicate evomoe`: the table, claim check and curves."""

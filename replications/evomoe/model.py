@@ -26,7 +26,12 @@ class DenseFFN(nn.Module):
 class Block(nn.Module):
     def __init__(self, d: int, heads: int, ffn: nn.Module, dropout: float):
         super().__init__()
-        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        # BASE's layer is its own residual branch (x + alpha * FFN_e(LN_e(x)), fairseq base_layer.py): it takes
+        # the raw residual stream. fairseq inserts it as an extra layer; here it takes the FFN's place so
+        # every model has the same depth and active compute.
+        self.own_residual = bool(getattr(ffn, "residual_branch", False))
+        self.ln1 = nn.LayerNorm(d)
+        self.ln2 = None if self.own_residual else nn.LayerNorm(d)
         self.qkv, self.out = nn.Linear(d, 3 * d), nn.Linear(d, d)
         self.heads, self.ffn, self.drop = heads, ffn, nn.Dropout(dropout)
 
@@ -35,6 +40,8 @@ class Block(nn.Module):
         q, k, v = self.qkv(self.ln1(x)).view(B, L, 3, self.heads, D // self.heads).permute(2, 0, 3, 1, 4)
         a = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(B, L, D)
         x = x + self.drop(self.out(a))
+        if self.own_residual:
+            return self.ffn(x, ids)
         y, aux = self.ffn(self.ln2(x), ids)
         return x + self.drop(y), aux
 
@@ -62,10 +69,13 @@ class GPT(nn.Module):
 
     def forward(self, ids: Tensor, targets: Tensor) -> tuple[Tensor, Tensor]:
         """Mean next-token NLL (nats) over ids [B, L] -> targets [B, L], and the summed aux loss."""
-        x = self.drop(self.embed(ids) + self.pos(torch.arange(ids.shape[1])))
+        x = self.drop(self.embed(ids) + self.pos(torch.arange(ids.shape[1], device=ids.device)))
         aux = x.new_zeros(())
         for block in self.blocks:
             x, a = block(x, ids)
             aux = aux + a
-        nll = self.head(self.ln(x).reshape(-1, x.shape[-1]), targets.reshape(-1)).loss
+        # the adaptive softmax in fp32 outside autocast: torch's module mixes dtypes under bf16 autocast,
+        # and an fp32 output softmax is what mixed-precision LM training keeps anyway
+        with torch.autocast(ids.device.type, enabled=False):
+            nll = self.head(self.ln(x.float()).reshape(-1, x.shape[-1]), targets.reshape(-1)).loss
         return nll, aux

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import time
+from contextlib import nullcontext
 from typing import Any
 
 import torch
@@ -25,22 +26,34 @@ from replications.moe.gates import DTSGate
 from replications.moe.schedule import temperature
 
 
+def autocast(device: torch.device, precision: str):
+    """bf16 autocast (the GPU protocol) or full fp32 (the CPU protocol)."""
+    if precision == "bf16":
+        return torch.autocast(device.type, dtype=torch.bfloat16)
+    if precision != "fp32":
+        raise ValueError(f"unknown precision '{precision}'; valid: fp32, bf16")
+    return nullcontext()
+
+
 def batchify(stream: Tensor, batch_size: int) -> Tensor:
     n = stream.numel() // batch_size
     return stream[: n * batch_size].view(batch_size, n)
 
 
 @torch.no_grad()
-def perplexity(model: GPT, stream: Tensor, seq_len: int, batch: int = 32, max_tokens: int | None = None) -> float:
+def perplexity(model: GPT, stream: Tensor, seq_len: int, batch: int = 32, max_tokens: int | None = None,
+               precision: str = "fp32") -> float:
     """exp(mean NLL) over consecutive, non-overlapping windows of seq_len+1 tokens (no carried context)."""
     model.eval()
+    device = next(model.parameters()).device
     s = stream if max_tokens is None else stream[: max_tokens + 1]
     n_win = (s.numel() - 1) // seq_len
     x = s[: n_win * seq_len].view(n_win, seq_len)
     y = s[1: n_win * seq_len + 1].view(n_win, seq_len)
     total = 0.0
     for i in range(0, n_win, batch):
-        nll, _ = model(x[i:i + batch], y[i:i + batch])
+        with autocast(device, precision):
+            nll, _ = model(x[i:i + batch].to(device), y[i:i + batch].to(device))
         total += float(nll) * x[i:i + batch].numel()
     model.train()
     return math.exp(total / x.numel())
@@ -57,7 +70,7 @@ def diversify(model: GPT, optimizer: torch.optim.Optimizer, noise: float, gen: t
     with torch.no_grad():
         for layer in model.moe_layers():
             for p in (layer.w1, layer.b1, layer.w2, layer.b2):
-                p[1:] = p[:1] * (1 + noise * torch.randn(p[1:].shape, generator=gen))
+                p[1:] = p[:1] * (1 + noise * torch.randn(p[1:].shape, generator=gen).to(p.device))
                 for v in optimizer.state.get(p, {}).values():
                     if torch.is_tensor(v) and v.shape == p.shape:
                         v[1:] = v[:1]
@@ -72,7 +85,9 @@ def fit(cfg: DictConfig, model: GPT, train: Tensor, valid: Tensor, seed: int, lo
     # scale.max_epochs caps the optimiser steps; an explicit None check: 0 is a value (refused by the
     # config check), never "unset"
     steps = int(p.steps if cfg.scale.max_epochs is None else cfg.scale.max_epochs)
-    data = batchify(train, p.batch_size)
+    precision, target = p.get("precision", "fp32"), p.get("target_valid_ppl")
+    device = next(model.parameters()).device
+    data = batchify(train, p.batch_size).to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=p.lr, betas=(0.9, 0.98), eps=1e-8,
                                   weight_decay=p.weight_decay)
     evo = m.get("evomoe")
@@ -85,6 +100,7 @@ def fit(cfg: DictConfig, model: GPT, train: Tensor, valid: Tensor, seed: int, lo
         g.generator = gen
         g.mode = "single" if evo and diversify_steps > 0 else "soft"
     curve: list[dict[str, float]] = []
+    steps_to_target: float = math.nan  # first curve point at or below target_valid_ppl (GPU protocol)
     tokens, train_seconds, expert_tokens = 0, 0.0, 0
     eval_every = max(1, steps // p.curve_points)
     pos = 0
@@ -104,7 +120,8 @@ def fit(cfg: DictConfig, model: GPT, train: Tensor, valid: Tensor, seed: int, lo
         pos += p.seq_len
         for group in optimizer.param_groups:
             group["lr"] = lr_at(step, steps, p.warmup_steps, p.lr)
-        nll, aux = model(x, y)
+        with autocast(device, precision):
+            nll, aux = model(x, y)
         loss = nll + m.aux_weight * aux
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
@@ -117,12 +134,15 @@ def fit(cfg: DictConfig, model: GPT, train: Tensor, valid: Tensor, seed: int, lo
         expert_tokens += x.numel() * active
         if step % eval_every == 0 or step == steps - 1:
             point = {"step": step + 1, "train_nll": float(nll.detach()), "aux": float(aux.detach()), "active_experts": active,
-                     "valid_ppl_subset": perplexity(model, valid, p.seq_len, max_tokens=p.curve_valid_tokens),
+                     "valid_ppl_subset": perplexity(model, valid, p.seq_len, max_tokens=p.curve_valid_tokens,
+                                                    precision=precision),
                      "temperature": gates[0].temperature if gates and evo and step >= diversify_steps else None}
             if layers:
                 point["dropped_fraction"] = sum(la.last_stats["dropped_fraction"] for la in layers) / len(layers)
             curve.append(point)
+            if target is not None and math.isnan(steps_to_target) and point["valid_ppl_subset"] <= target:
+                steps_to_target = float(step + 1)
             log({k: v for k, v in point.items() if v is not None and k != "step"}, step + 1)
     return {"steps": steps, "train_tokens": tokens, "train_seconds": round(train_seconds, 2),
             "train_tokens_per_s": tokens / train_seconds,
-            "mean_active_experts": expert_tokens / tokens, "curve": curve}
+            "mean_active_experts": expert_tokens / tokens, "steps_to_target": steps_to_target, "curve": curve}

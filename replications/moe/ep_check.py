@@ -1,13 +1,14 @@
 """Expert-parallel invariance check, launched with torchrun (gloo on CPU):
 
-    torchrun --nproc_per_node=W -m replications.moe.ep_check --out result.pt [--gates switch,gshard]
+    torchrun --nproc_per_node=W -m replications.moe.ep_check --out result.pt [--gates switch,gshard] [--emulate W]
 
 Every rank builds the same model (same seed), takes its 1/W slice of one global batch, runs forward and
 backward through a replicated input projection and an E-expert MoE layer, and calls sync_grads. Rank 0
 writes the global loss, the replicated gradients and every expert's gradient (gathered in expert order)
-per gate. The result must not depend on W. `--with-buggy` adds a run that all-reduces expert gradients as well (the
-doubled-gradient bug; with sharded experts it sums different experts' gradients)
-so the test can show it would catch it.
+per case (gate and options, CASES). The result must not depend on W (the topology gate, whose
+statistics and capacity are per rank by design, is compared with a one-process emulation of W ranks).
+`--with-buggy` adds a run that all-reduces expert gradients as well (the doubled-gradient bug; with sharded
+experts it sums different experts' gradients) so the test can show it would catch it.
 """
 
 from __future__ import annotations
@@ -23,28 +24,62 @@ from replications.moe import MoELayer, make_gate, sync_grads
 from replications.moe.dist import all_gather_cat
 
 D, H, E, TOKENS, VOCAB = 8, 16, 4, 32, 40
-GATE_OPTIONS = {
-    "switch": {"capacity_factor": 0.75},  # small capacity: tokens are dropped, in the same places for every W
-    "gshard": {"capacity_factor": 1.0},
-    "ktop1": {"k": 2, "capacity_factor": 1.0},
-    "sam": {"group_size": 2, "k": 1, "capacity_factor": 1.0},
-    "base": {},
-    "hash": {"vocab_size": VOCAB},
+CASES = {  # name: (gate, options); small capacities drop tokens, in the same places for every W
+    "switch": ("switch", {"capacity_factor": 0.75}),  # with Switch jitter (noise drawn for the global batch)
+    "gshard": ("gshard", {"capacity_factor": 1.0}),  # fairseq's sampled second expert
+    "gshard_drop": ("gshard", {"capacity_factor": 0.5}),  # top-2 dropping first and second choices
+    "gshard_random": ("gshard", {"capacity_factor": 0.75, "second_policy": "random"}),
+    "gshard_hetu": ("gshard", {"capacity_factor": 0.5, "variant": "hetu"}),
+    "ktop1": ("ktop1", {"k": 2, "capacity_factor": 1.0}),
+    "sam": ("sam", {"group_size": 2, "k": 1, "capacity_factor": 1.0}),
+    "base": ("base", {}),
+    "hash": ("hash", {"vocab_size": VOCAB}),
+    "dts": ("dts", {}),  # soft phase: Gumbel noise, dynamic number of experts
+    "dts_hard": ("dts", {}),  # hard phase: top-1 of the Gumbel sample
+    "topology": ("topology", {"capacity_rate": (0.3, 0.6)}),  # local statistics and capacity: see emulate
 }
 
 
-def run_gate(kind: str, buggy: bool) -> dict[str, torch.Tensor]:
+def build(name: str, topo_world: int) -> MoELayer:
+    kind, options = CASES[name]
+    if kind == "topology":
+        ranks = torch.arange(topo_world, dtype=torch.float32)
+        options = {**options, "topology": (ranks[:, None] - ranks[None, :]).abs(), "world_size": topo_world}
+    layer = MoELayer(D, H, make_gate(kind, D, E, **options), group=None)
+    if kind == "base":  # its second matrix starts at zero (fairseq): give it values, the same for every W
+        full = torch.randn(E, H, D, generator=torch.Generator().manual_seed(3)) * 0.1
+        with torch.no_grad():
+            layer.w2.copy_(full[layer.rank * layer.local_experts:(layer.rank + 1) * layer.local_experts])
+    if kind == "dts":
+        layer.gate.generator = torch.Generator().manual_seed(2)  # the same stream on every rank
+        layer.gate.temperature, layer.gate.mode = 0.7, ("hard" if name == "dts_hard" else "soft")
+    return layer
+
+
+def run_gate(name: str, buggy: bool, emulate: int = 1) -> dict[str, torch.Tensor]:
+    """emulate > 1 (W = 1 only): the topology gate keeps each rank's own statistics and capacity, so a
+    single process reproduces W ranks by running the `emulate` slices one after another as ranks 0..W-1
+    (gate.rank) and averaging their losses; W real ranks must give the same loss and gradients."""
     rank, W = dist.get_rank(), dist.get_world_size()
     torch.manual_seed(0)
     proj = nn.Linear(D, D)
-    layer = MoELayer(D, H, make_gate(kind, D, E, **GATE_OPTIONS[kind]), group=None)
+    layer = build(name, max(W, emulate))
     model = nn.ModuleDict({"proj": proj, "moe": layer})
     g = torch.Generator().manual_seed(1)
     x, target = torch.randn(TOKENS, D, generator=g), torch.randn(TOKENS, D, generator=g)
     ids = torch.randint(0, VOCAB, (TOKENS,), generator=g)
-    sl = slice(rank * TOKENS // W, (rank + 1) * TOKENS // W)
-    y, aux = layer(proj(x[sl]), ids[sl])
-    loss = ((y - target[sl]) ** 2).mean() + 0.1 * aux  # each rank: mean over its own tokens, as in DDP
+    parts = [rank] if emulate == 1 else range(emulate)
+    n = max(W, emulate)
+    loss, aux0, dropped0 = 0.0, None, None
+    for r in parts:
+        sl = slice(r * TOKENS // n, (r + 1) * TOKENS // n)
+        if emulate > 1:
+            layer.gate.rank = r
+        y, aux = layer(proj(x[sl]), ids[sl])
+        # each rank: mean over its own tokens, as in DDP
+        loss = loss + (((y - target[sl]) ** 2).mean() + 0.1 * aux) / len(parts)
+        if aux0 is None:
+            aux0, dropped0 = aux.detach(), layer.last_stats["dropped_fraction"]
     loss.backward()
     if buggy:
         for p in layer.parameters():
@@ -53,22 +88,23 @@ def run_gate(kind: str, buggy: bool) -> dict[str, torch.Tensor]:
     sync_grads(model)
     total = loss.detach().clone()
     dist.all_reduce(total)
-    out = {"loss": total / W, "aux": aux.detach()}
-    for name, p in model.named_parameters():
+    out = {"loss": total / W, "aux": aux0, "dropped_rank0": torch.tensor(dropped0)}
+    for pname, p in model.named_parameters():
         grad = p.grad if p.grad is not None else torch.zeros_like(p)
-        out[f"grad.{name}"] = all_gather_cat(grad, None) if getattr(p, "expert", False) else grad
+        out[f"grad.{pname}"] = all_gather_cat(grad, None) if getattr(p, "expert", False) else grad
     return out
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", required=True)
-    parser.add_argument("--gates", default=",".join(GATE_OPTIONS))
+    parser.add_argument("--gates", default=",".join(CASES), help="case names (CASES)")
+    parser.add_argument("--emulate", type=int, default=1, help="W = 1 only: run the cases as this many ranks")
     parser.add_argument("--with-buggy", action="store_true", help="also run switch with the doubled-gradient bug")
     args = parser.parse_args()
     torch.set_num_threads(1)
     dist.init_process_group("gloo")
-    results = {kind: run_gate(kind, False) for kind in args.gates.split(",")}
+    results = {name: run_gate(name, False, args.emulate) for name in args.gates.split(",")}
     if args.with_buggy:
         results["switch_buggy_sync"] = run_gate("switch", True)
     if dist.get_rank() == 0:

@@ -1,8 +1,10 @@
 """Every gate of the MoE papers, each with its balance loss and capacity rule (fact sheets in ../shared/papers).
 
 A gate maps tokens x [T, d] (and, for Hash, token ids) to a Routing. Sources, as the fact sheets record them:
-- top-k (Switch k=1, GShard k=2), k-top-1 (M6), SAM, BASE, Hash: HetuMoE `hetu/v1/python/hetu/layers/*Gate.py`
-  (BASE's train/eval split and alpha mixing also fairseq `base_layer.py`);
+- GShard top-2: fairseq `top2gating` (moe branch, mirrored in EvoMoE's fork), FastMoE `gshard_gate.py`;
+- Switch top-1 (plus Switch Transformer's router jitter), k-top-1 (M6), SAM, Hash, and the `hetu` top-2
+  variant: HetuMoE `hetu/v1/python/hetu/layers/*Gate.py`;
+- BASE: fairseq `base_layer.py` (trainable centroids, own residual branch), auction as Hetu's BalanceGate;
 - DTS (EvoMoE): `codecaution/EvoMoE fairseq/modules/moe/topkgate.py`;
 - topology-aware (TA-MoE): `Chen-Chang/TA-MoE .../moe/gate/gshard_gate.py`.
 `group` is the expert-parallel process group (None: single process); the MoELayer sets it.
@@ -24,6 +26,7 @@ from replications.moe.routing import (
     balance_loss,
     global_sum,
     global_tokens,
+    global_uniform,
     topk_capacity,
 )
 
@@ -35,6 +38,8 @@ def _stats(keep: Tensor, selected: Tensor) -> dict[str, float]:
 
 
 class Gate(nn.Module):
+    residual_branch = False  # True: the layer adds its input itself (BASE); the model must not add another
+
     def __init__(self, num_experts: int):
         super().__init__()
         if num_experts < 1:
@@ -45,28 +50,74 @@ class Gate(nn.Module):
 
 
 class TopKGate(Gate):
-    """softmax(xW + b), top-k; k=1 Switch, k=2 GShard. For k > 1 the chosen probabilities are
-    renormalised to sum to 1 (GShard; fairseq top2gating). Capacity k * ceil(T/E * factor)."""
+    """softmax(xW + b), top-k; k=1 Switch, k=2 GShard. Capacity k * ceil(T/E * factor), slot-major.
+
+    k=1 (Switch; fairseq top1gating): weight = p_e of the choice, loss over the choices. Router jitter
+    (Switch Transformer, training only): the router's input times U(1 - jitter, 1 + jitter), default 1e-2.
+    k=2, variant "gshard" (GShard paper, fairseq top2gating, FastMoE GShardGate): the first expert is the
+    argmax; the second by `second_policy`: "sampling" (fairseq's default: argmax of logits + Gumbel noise
+    over the other experts), "random" (GShard/FastMoE random routing: the deterministic second is kept
+    with probability 2 * g2 / (g1 + g2)) or "top" (deterministic); the balance loss counts first choices
+    only; after capacity dropping the kept weights are renormalised to sum to 1 (fairseq's default
+    normalize_gate_prob_before_dropping=False). Noise is drawn in evaluation too, as in both references.
+    k=2, variant "hetu" (HetuMoE TopGate, as TA-MoE/Hetu runs use it): deterministic top-2, weights
+    renormalised before dropping, every slot counted in the loss."""
 
     def __init__(self, d_model: int, num_experts: int, k: int = 1, capacity_factor: float | None = 1.0,
-                 eval_capacity_factor: float | None = None, normalize: bool | None = None):
+                 eval_capacity_factor: float | None = None, variant: str = "gshard",
+                 second_policy: str = "sampling", jitter: float | None = None):
         super().__init__(num_experts)
         if not 1 <= k <= num_experts:
             raise ValueError(f"top-k gate needs 1 <= k <= E, got k={k}, E={num_experts}")
+        if variant not in ("gshard", "hetu"):
+            raise ValueError(f"unknown top-k variant '{variant}'; valid: gshard, hetu")
+        if second_policy not in ("sampling", "random", "top"):
+            raise ValueError(f"unknown second_policy '{second_policy}'; valid: sampling, random, top")
         self.k, self.capacity_factor, self.eval_capacity_factor = k, capacity_factor, eval_capacity_factor
-        self.normalize = k > 1 if normalize is None else normalize
+        self.variant = variant if k == 2 else "hetu"  # k=1 is the same in both; k>2 only as Hetu does it
+        self.second_policy = second_policy if self.variant == "gshard" else "top"
+        self.jitter = (0.01 if k == 1 else 0.0) if jitter is None else jitter
         self.proj = nn.Linear(d_model, num_experts)
+        self.generator: torch.Generator | None = None  # set for reproducible noise in tests
+
+    def _noise(self, x: Tensor, cols: int) -> Tensor:
+        return global_uniform(x.shape[0], cols, self.group, self.generator, x.device).to(x.dtype)
 
     def forward(self, x: Tensor, token_ids: Tensor | None = None) -> Routing:
-        probs = F.softmax(self.proj(x), dim=-1)
-        top = probs.topk(self.k, dim=-1)
-        weight = top.values / top.values.sum(-1, keepdim=True) if self.normalize else top.values
-        selected = torch.ones_like(top.indices, dtype=torch.bool)
+        T, E = x.shape[0], self.num_experts
+        if self.training and self.jitter > 0:
+            x = x * (1 - self.jitter + 2 * self.jitter * self._noise(x, x.shape[1]))
+        logits = self.proj(x)
+        probs = F.softmax(logits, dim=-1)
+        if self.k == 2 and self.variant == "gshard":
+            first = probs.argmax(-1, keepdim=True)
+            scores = logits
+            if self.second_policy == "sampling":
+                scores = logits - torch.log(-torch.log(self._noise(x, E).clamp(1e-10, 1 - 1e-10)))
+            second = scores.detach().scatter(1, first, float("-inf")).argmax(-1, keepdim=True)
+            expert = torch.cat([first, second], 1)
+            gates = probs.gather(1, expert)
+            selected = torch.ones_like(expert, dtype=torch.bool)
+            if self.second_policy == "random":
+                share = gates[:, 1] / gates.sum(1)
+                selected[:, 1] = 2 * share.detach() > self._noise(x, 1).squeeze(1)
+        else:
+            top = probs.topk(self.k, dim=-1)
+            expert, gates = top.indices, top.values
+            if self.k > 1:
+                gates = gates / gates.sum(-1, keepdim=True)
+            selected = torch.ones_like(expert, dtype=torch.bool)
         factor = self.capacity_factor if self.training else self.eval_capacity_factor
-        cap = topk_capacity(self.k, global_tokens(x.shape[0], self.group), self.num_experts, factor)
-        keep = apply_capacity(top.indices, selected, self.num_experts, cap, self.group, self.capacity_scope)
-        aux = balance_loss(probs, top.indices, selected, self.num_experts, self.group)
-        return Routing(top.indices, weight, keep, aux, stats=_stats(keep, selected))
+        cap = topk_capacity(self.k, global_tokens(T, self.group), E, factor)
+        keep = apply_capacity(expert, selected, E, cap, self.group, self.capacity_scope)
+        if self.k == 2 and self.variant == "gshard":
+            kept = gates * keep
+            weight = kept / kept.sum(-1, keepdim=True).clamp(min=torch.finfo(kept.dtype).eps)
+            aux = balance_loss(probs, expert[:, :1], selected[:, :1], E, self.group)
+        else:
+            weight = gates
+            aux = balance_loss(probs, expert, selected, E, self.group)
+        return Routing(expert, weight, keep, aux, stats=_stats(keep, selected))
 
 
 class KTop1Gate(Gate):
@@ -132,27 +183,34 @@ class SAMGate(Gate):
 
 
 class BaseGate(Gate):
-    """BASE layer: fixed orthogonal centroids (gain 0.1); scores x.c; training assigns every expert exactly
-    T/E tokens of the global batch (auction); evaluation is greedy argmax (fairseq base_layer.py). Output
-    alpha * f(x) + (1 - alpha) * x with alpha = sigmoid(x . c_assigned). No balance loss, nothing dropped."""
+    """BASE layer (fairseq base_layer.py): trainable orthogonally-initialised centroids (gain 0.1); scores
+    x.c; training assigns every expert exactly T/E tokens of the global batch (auction); evaluation is
+    greedy argmax. The layer is its own residual branch: out = alpha * (x + FFN_e(LN_e(x))) + (1 - alpha) * x
+    = x + alpha * FFN_e(LN_e(x)), alpha = sigmoid(x . c_e), each expert with its own LayerNorm and a
+    zero-initialised second matrix (residual_branch tells the MoELayer to build experts that way; the model
+    feeds it the raw residual stream, not a normalised input). The centroids learn only through alpha, as in
+    fairseq (routing scores are taken without gradient). No balance loss, nothing dropped."""
+
+    residual_branch = True
 
     def __init__(self, d_model: int, num_experts: int):
         super().__init__(num_experts)
         centroids = torch.empty(num_experts, d_model)
         nn.init.orthogonal_(centroids, gain=0.1)
-        self.register_buffer("centroids", centroids)
+        self.centroids = nn.Parameter(centroids)
 
     def forward(self, x: Tensor, token_ids: Tensor | None = None) -> Routing:
-        scores = x @ self.centroids.t()  # [T, E]
+        with torch.no_grad():
+            scores = x @ self.centroids.t()  # [T, E]
         if self.training:
             rank, W = world(self.group)
-            all_scores = all_gather_cat(scores.detach(), self.group)  # identical auction on every rank
+            all_scores = all_gather_cat(scores, self.group)  # identical auction on every rank
             expert = balanced_assignment(all_scores.cpu()).to(x.device)[rank * x.shape[0]:(rank + 1) * x.shape[0]]
         else:
             expert = scores.argmax(-1)
-        alpha = torch.sigmoid(scores.gather(1, expert.unsqueeze(1)))  # [T, 1]
+        alpha = torch.sigmoid((x * self.centroids[expert]).sum(-1, keepdim=True))  # [T, 1], differentiable
         keep = torch.ones_like(alpha, dtype=torch.bool)
-        return Routing(expert.unsqueeze(1), alpha, keep, x.new_zeros(()), residual=1 - alpha.squeeze(1),
+        return Routing(expert.unsqueeze(1), alpha, keep, x.new_zeros(()), residual=torch.ones_like(alpha.squeeze(1)),
                        stats=_stats(keep, keep))
 
 
@@ -192,7 +250,9 @@ class DTSGate(Gate):
         self.generator: torch.Generator | None = None  # set for reproducible Gumbel noise in tests
 
     def gumbel_softmax(self, z: Tensor) -> Tensor:
-        u = torch.rand(z.shape, generator=self.generator, dtype=z.dtype).to(z.device).clamp_(1e-10, 1 - 1e-10)
+        # noise cut from one draw over the global batch: the same routing whatever the expert-parallel degree
+        u = global_uniform(z.shape[0], z.shape[1], self.group, self.generator, z.device).to(z.dtype)
+        u = u.clamp_(1e-10, 1 - 1e-10)
         return F.softmax((z - torch.log(-torch.log(u))) / self.temperature, dim=-1)
 
     def forward(self, x: Tensor, token_ids: Tensor | None = None) -> Routing:
@@ -246,10 +306,12 @@ class TopologyGate(Gate):
         self.capacity_scope = "local"
         self.proj = nn.Linear(d_model, num_experts)
         self.world_size = world_size
+        self.rank: int | None = None  # overrides the process's rank (a one-process emulation of W ranks)
         self.register_buffer("topology", None if topology is None else torch.as_tensor(topology, dtype=torch.float32))
 
     def destination_scale(self) -> Tensor:
         rank, W = world(self.group)
+        rank = rank if self.rank is None else self.rank
         W = self.world_size or W
         if self.num_experts % W:
             raise ValueError(f"E ({self.num_experts}) must be divisible by the world size ({W})")

@@ -57,17 +57,29 @@ GROUPED_MM = _grouped_mm_works()
 
 
 def grouped_ffn(h: Tensor, counts: Tensor, w1: Tensor, b1: Tensor, w2: Tensor, b2: Tensor,
-                padded: bool | None = None) -> Tensor:
+                padded: bool | None = None, norm: tuple[Tensor, Tensor] | None = None) -> Tensor:
     """Rows of h sorted by expert (counts[e] rows for expert e) through their expert's 2-layer GELU FFN.
 
+    norm = (gain [E, d], bias [E, d]): each expert's LayerNorm affine, applied to rows already normalised
+    (BASE's per-expert LayerNorm; the normalisation itself needs no parameters, so it runs before dispatch).
     Default: one grouped matmul per FFN matrix over the sorted rows (no padding). Fallback
     (padded=True or no torch._grouped_mm): a batched matmul over a [E, C_max, d] buffer."""
     E = counts.shape[0]
+    extra = [] if norm is None else list(norm)
     if h.shape[0] == 0:
-        return h.new_zeros(0, w2.shape[2]) + 0 * (w1.sum() + b1.sum() + w2.sum() + b2.sum())
+        return h.new_zeros(0, w2.shape[2]) + 0 * sum(t.sum() for t in (w1, b1, w2, b2, *extra))
     expert = torch.repeat_interleave(torch.arange(E, device=h.device), counts)
-    aligned = h.shape[1] % 4 == 0 and w1.shape[2] % 4 == 0
-    if (GROUPED_MM and aligned) if padded is None else not padded:
+    if norm is not None:
+        h = h * norm[0].index_select(0, expert) + norm[1].index_select(0, expert)
+    kind = h.device.type
+    if torch.is_autocast_enabled(kind):  # autocast does not reach the private grouped kernel: cast by hand
+        dtype = torch.get_autocast_dtype(kind)
+        h, w1, b1, w2, b2 = (t.to(dtype) for t in (h, w1, b1, w2, b2))
+    if kind == "cpu":  # CPU kernel: fp32, rows 16-byte aligned
+        grouped = GROUPED_MM and h.dtype == torch.float32 and h.shape[1] % 4 == 0 and w1.shape[2] % 4 == 0
+    else:  # CUDA kernel: bf16, rows 16-byte aligned
+        grouped = GROUPED_MM and h.dtype == torch.bfloat16 and h.shape[1] % 8 == 0 and w1.shape[2] % 8 == 0
+    if grouped if padded is None else not padded:
         offs = counts.cumsum(0).to(torch.int32)
         z = F.gelu(_GroupedMM.apply(h.contiguous(), w1, offs) + b1.index_select(0, expert))
         return _GroupedMM.apply(z, w2, offs) + b2.index_select(0, expert)
@@ -102,7 +114,15 @@ class MoELayer(nn.Module):
         self.b1 = nn.Parameter(torch.zeros(self.local_experts, d_hidden))
         self.w2 = nn.Parameter(w2[sl].clone())
         self.b2 = nn.Parameter(torch.zeros(self.local_experts, d_model))
-        for p in (self.w1, self.b1, self.w2, self.b2):
+        self.residual_branch = gate.residual_branch
+        experts = [self.w1, self.b1, self.w2, self.b2]
+        if self.residual_branch:  # BASE (fairseq BaseSublayer): per-expert LayerNorm, second matrix zero
+            with torch.no_grad():
+                self.w2.zero_()
+            self.ln_w = nn.Parameter(torch.ones(self.local_experts, d_model))
+            self.ln_b = nn.Parameter(torch.zeros(self.local_experts, d_model))
+            experts += [self.ln_w, self.ln_b]
+        for p in experts:
             p.expert = True  # sharded over ranks: never all-reduced
         self.last_stats: dict[str, float] = {}
 
@@ -117,15 +137,21 @@ class MoELayer(nn.Module):
         tok, exp, w = tok[order], exp[order], r.weight[tok, slot][order]
         counts = torch.bincount(exp, minlength=self.num_experts)
         h = xf.index_select(0, tok)
+        if self.residual_branch:
+            h = F.layer_norm(h, (self.d_model,))
         if self.world == 1:
-            out = grouped_ffn(h, counts, self.w1, self.b1, self.w2, self.b2)
+            out = grouped_ffn(h, counts, self.w1, self.b1, self.w2, self.b2, norm=self._norm())
         else:
             out = self._expert_parallel(h, counts)
-        y = torch.zeros_like(xf).index_add(0, tok, out * w.unsqueeze(1))
+        # under autocast the experts may run in bf16: combine in the input's precision
+        y = torch.zeros_like(xf).index_add(0, tok, (out * w.unsqueeze(1)).to(xf.dtype))
         if r.residual is not None:
             y = y + r.residual.unsqueeze(1) * xf
         self.last_stats = {**r.stats, "expert_load": counts.tolist()}
         return y.view(shape), r.aux
+
+    def _norm(self) -> tuple[Tensor, Tensor] | None:
+        return (self.ln_w, self.ln_b) if self.residual_branch else None
 
     def _expert_parallel(self, h: Tensor, counts: Tensor) -> Tensor:
         W, L = self.world, self.local_experts
@@ -136,7 +162,8 @@ class MoELayer(nn.Module):
         got = all_to_all(h, send, recv, self.group)  # ordered (source rank, local expert)
         local = torch.repeat_interleave(torch.arange(L, device=got.device).repeat(W), recv_m.reshape(-1))
         perm = torch.argsort(local, stable=True)  # -> (local expert, source rank)
-        out = grouped_ffn(got.index_select(0, perm), recv_m.sum(0), self.w1, self.b1, self.w2, self.b2)
+        out = grouped_ffn(got.index_select(0, perm), recv_m.sum(0), self.w1, self.b1, self.w2, self.b2,
+                          norm=self._norm())
         back = torch.empty_like(out).index_copy(0, perm, out)  # undo the permutation
         return all_to_all(back, recv, send, self.group)
 

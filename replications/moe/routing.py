@@ -34,6 +34,25 @@ def global_tokens(n_local: int, group=None) -> int:
     return int(all_reduce_sum(torch.tensor([float(n_local)], dtype=torch.float64, device=device), group).item())
 
 
+def global_uniform(n_local: int, cols: int, group=None, generator: torch.Generator | None = None,
+                   device: torch.device | str = "cpu") -> Tensor:
+    """U(0, 1) noise [n_local, cols] for this rank's rows, cut from one draw over the whole expert-parallel
+    batch (ranks in rank order), so a gate's noise does not depend on the expert-parallel degree W.
+    With a generator the draw is on CPU (reproducible in tests); otherwise from the device's RNG."""
+    rank, W = world(group)
+    if W == 1:
+        offset, total = 0, n_local
+    else:
+        ndev = "cuda" if torch.distributed.get_backend(group) == "nccl" else "cpu"
+        sizes = all_gather_cat(torch.tensor([n_local], device=ndev), group).tolist()
+        offset, total = sum(sizes[:rank]), sum(sizes)
+    if generator is not None:
+        u = torch.rand(total, cols, generator=generator).to(device)
+    else:
+        u = torch.rand(total, cols, device=device)
+    return u[offset:offset + n_local]
+
+
 def global_sum(x: Tensor, group=None) -> Tensor:
     """Differentiable sum over ranks of a per-rank statistic."""
     return all_reduce_sum(x, group)
@@ -79,8 +98,9 @@ def apply_capacity(expert: Tensor, selected: Tensor, num_experts: int, capacity:
 
 
 def balance_loss(probs: Tensor, expert: Tensor, selected: Tensor, num_experts: int, group=None) -> Tensor:
-    """Hetu/GShard/Switch: l_aux = E * sum_e m_e * c_e over the global batch; m_e = mean gate prob,
-    c_e = fraction of tokens routed to e, every chosen slot counted (before capacity)."""
+    """l_aux = E * sum_e m_e * c_e (= E^2 * mean_e) over the global batch; m_e = mean gate prob, c_e = fraction
+    of tokens whose given slots chose e (before capacity). GShard/fairseq/FastMoE pass only the first
+    choices (slot 0); Hetu's TopGate passes every slot."""
     n = global_tokens(probs.shape[0], group)
     m = global_sum(probs.sum(0), group) / n
     counts = probs.new_zeros(num_experts).index_add_(
