@@ -27,7 +27,8 @@ def tiny(tmp_path):
              "dont_care": [t == "###" for t in TEXTS]} for i in (1, 2)]
     cfg = OmegaConf.create({"dataset": {"name": "icdar2015", "text_match": "rrc", "example_images": ["img_1"]},
                             "model": {"name": "oracle"},
-                            "paper": {"protocol": {"iou_threshold": 0.5, "area_precision": 0.5, "comparable_speed": 1.5}}})
+                            "paper": {"protocol": {"iou_threshold": 0.5, "area_precision": 0.5, "comparable_speed": 1.5,
+                                                         "bootstrap": {"samples": 200, "seed": 0, "level": 0.95}}}})
     return cfg, datasets.Dataset.from_list(rows)
 
 
