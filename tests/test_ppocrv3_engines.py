@@ -110,6 +110,6 @@ def test_smoke_run_through_the_harness(tmp_path, monkeypatch):
     record = run(cfg, replications.get("ppocrv3"))
     metrics = record["runs"][0]["metrics"]
     assert record["runs"][0]["train"]["trained"] is False
-    assert 0 < metrics["test_det_hmean"] <= 100 and metrics["latency_ms_median"] > 0
+    assert 0 < metrics["test_box_hmean"] <= 100 and metrics["latency_ms_median"] > 0
     assert (tmp_path / "ppocrv3" / "funsd" / "tesseract.json").exists()
     assert (tmp_path / "ppocrv3" / "README.md").exists()
