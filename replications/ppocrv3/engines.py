@@ -1,8 +1,11 @@
-"""OCR engines with one interface: image -> word regions (+ the detector's lines) and stage timings.
+"""OCR engines with one interface: image -> what the engine outputs (lines for PP-OCR, words for Tesseract),
+the same cut into words, the raw detector boxes, and stage timings.
 
-PP-OCR v2/v3/v4 run through rapidocr-onnxruntime 1.4.4's components (onnxruntime sessions, PaddleOCR's DB
-post-processing and CTC decoding, ported from PaddleOCR by that package) with the model files from our store.
-Tesseract 5 runs through its CLI (TSV output, word level), as pytesseract would call it.
+PP-OCR v2/v3/v4 run as PaddleOCR's inference pipeline does (tools/infer/predict_system.py): our detector input
+(preprocess.DetInput, each release's settings from the config), then rapidocr-onnxruntime 1.4.4's components
+(onnxruntime sessions, PaddleOCR's DB post-processing, direction classifier, CTC decoding, ported from PaddleOCR
+by that package) with the model files from our store. Tesseract 5 runs through its CLI (TSV output, word level),
+as pytesseract would call it.
 """
 
 from __future__ import annotations
@@ -20,15 +23,17 @@ import cv2
 import numpy as np
 
 from replications.ppocrv3.models import MODEL_SETS, model_files
+from replications.ppocrv3.preprocess import DetInput
 from replications.ppocrv3.protocol import Regions
 from shared.config_check import ConfigError
 
 
 @dataclass
 class Output:
-    words: Regions
-    lines: Regions  # what the detector found (PP-OCR text lines; for Tesseract equal to words)
+    words: Regions  # the output cut into words (PP-OCR: split_words, not part of the released pipeline)
+    lines: Regions  # what the engine outputs (PP-OCR: recognised lines scoring >= drop_score; Tesseract: words)
     seconds: dict[str, float] = field(default_factory=dict)  # det, cls, rec, pipeline
+    detector: Regions | None = None  # every box the detector returned, before recognition (None: same as lines)
 
 
 def split_words(text: str, char_boxes: list, line_box: np.ndarray) -> tuple[list[np.ndarray], list[str]]:
@@ -70,7 +75,6 @@ class PPOCREngine:
             "det_model_path": str(files["det"]), "cls_model_path": str(files["cls"]),
             "rec_model_path": str(files["rec"]), "rec_img_shape": list(MODEL_SETS[version].rec_img_shape),
             "intra_op_num_threads": threads, "inter_op_num_threads": 1,
-            "det_limit_side_len": det["limit_side_len"], "det_limit_type": det["limit_type"],
             "det_thresh": det["thresh"], "det_box_thresh": det["box_thresh"],
             "det_unclip_ratio": det["unclip_ratio"], "det_use_dilation": det["use_dilation"],
             "det_score_mode": det["score_mode"],
@@ -79,28 +83,30 @@ class PPOCREngine:
             kwargs["rec_keys_path"] = str(files["keys"])
         self.ocr = RapidOCR(**kwargs)
         post = self.ocr.text_det.postprocess_op
-        applied = (self.ocr.text_det.limit_side_len, self.ocr.text_det.limit_type, post.thresh, post.box_thresh,
-                   post.unclip_ratio, post.score_mode)
-        wanted = (det["limit_side_len"], det["limit_type"], det["thresh"], det["box_thresh"], det["unclip_ratio"],
-                  det["score_mode"])
+        applied = (post.thresh, post.box_thresh, post.unclip_ratio, post.score_mode, post.dilation_kernel is not None)
+        wanted = (det["thresh"], det["box_thresh"], det["unclip_ratio"], det["score_mode"], det["use_dilation"])
         if applied != wanted:  # rapidocr's keyword parsing has changed between releases: check it took
             raise RuntimeError(f"rapidocr did not apply the detector settings: wanted {wanted}, got {applied}")
+        # rapidocr's own resize/normalisation is bypassed: the detector gets the release's input (see preprocess.py)
+        self.det_input = DetInput(int(det["limit_side_len"]), det["limit_type"], tuple(det["mean"]), tuple(det["std"]))
         self.text_score, self.use_cls = text_score, use_cls
+
+    def detect(self, img: np.ndarray) -> np.ndarray:
+        """Quads (n, 4, 2) from the DB detector, as PaddleOCR's TextDetector returns them (sorted top-down)."""
+        det, shape = self.ocr.text_det, img.shape[:2]
+        boxes, _ = det.postprocess_op(det.infer(self.det_input(img))[0], shape)
+        boxes = det.filter_tag_det_res(boxes, shape)
+        return np.asarray(self.ocr.sorted_boxes(boxes)) if len(boxes) else np.zeros((0, 4, 2), np.float32)
 
     def __call__(self, img: np.ndarray) -> Output:
         ocr = self.ocr
-        h, w = img.shape[:2]
-        # RapidOCR.__call__ would rescale or pad such images first; ours never need it, so refuse rather
-        # than silently time a different pipeline.
-        if max(h, w) > ocr.max_side_len or min(h, w) < ocr.min_side_len or h <= ocr.min_height \
-                or w / h > ocr.width_height_ratio:
-            raise ValueError(f"image {w}x{h} needs RapidOCR's rescaling/letterbox, which this runner does not time")
         t0 = time.perf_counter()
-        boxes, _ = ocr.auto_text_det(img)
+        boxes = self.detect(img)
         t1 = time.perf_counter()
         words, lines = Regions([], []), Regions([], [])
+        detector = Regions([np.asarray(b, float) for b in boxes], [""] * len(boxes), [False] * len(boxes))
         t2 = t3 = t1
-        if boxes is not None:
+        if len(boxes):
             crops = ocr.get_crop_img_list(img, boxes)
             if self.use_cls:
                 crops, _, _ = ocr.text_cls(crops)
@@ -118,7 +124,7 @@ class PPOCREngine:
                 words.polygons += quads
                 words.texts += texts
                 words.dont_care += [False] * len(texts)
-        return Output(words, lines, {"det": t1 - t0, "cls": t2 - t1, "rec": t3 - t2, "pipeline": t3 - t0})
+        return Output(words, lines, {"det": t1 - t0, "cls": t2 - t1, "rec": t3 - t2, "pipeline": t3 - t0}, detector)
 
 
 class TesseractEngine:
@@ -157,7 +163,7 @@ class TesseractEngine:
             words.polygons.append(np.array([[x, y], [x + bw, y], [x + bw, y + bh], [x, y + bh]]))
             words.texts.append(text)
             words.dont_care.append(False)
-        return Output(words, words, {"pipeline": elapsed})
+        return Output(words, words, {"pipeline": elapsed}, words)  # Tesseract outputs words: all views coincide
 
 
 def build(model_cfg: Any, threads: int) -> PPOCREngine | TesseractEngine:

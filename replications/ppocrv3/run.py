@@ -1,4 +1,11 @@
-"""Run one engine over a dataset: predictions, protocol scores, latency statistics, a details file."""
+"""Run one engine over a dataset: predictions, protocol scores, latency statistics, a details file.
+
+Three views of one run are scored under the same RRC rules:
+- standard (unsuffixed metrics): what the released pipeline outputs, PP-OCR's recognised text lines;
+  `test_box_*` is box matching of those output lines, `test_e2e_*` needs the text too;
+- `test_detector_*`: every box the detector returned, before recognition and the score filter (detector quality);
+- `*_wordsplit`: output lines cut into words by split_words (our addition, not the released pipeline).
+"""
 
 from __future__ import annotations
 
@@ -13,9 +20,10 @@ import datasets
 import numpy as np
 from omegaconf import DictConfig
 
+from replications.ppocrv3 import bootstrap
 from replications.ppocrv3 import data as pdata
 from replications.ppocrv3.engines import Output
-from replications.ppocrv3.protocol import Counts, exact_text_match, rrc_text_match, score_image, summarise
+from replications.ppocrv3.protocol import Counts, Regions, exact_text_match, rrc_text_match, score_image, summarise
 from shared.atomic import write_json_atomic
 
 TEXT_RULES = {"rrc": rrc_text_match, "exact": exact_text_match}
@@ -43,9 +51,39 @@ def to_json(out: Output) -> dict[str, Any]:
             "lines": [[p.round(1).tolist(), t] for p, t in zip(out.lines.polygons, out.lines.texts)]}
 
 
+VIEWS = ("lines", "detector", "words")  # standard, raw detector, word split
+
+
+def views(out: Output) -> dict[str, Regions]:
+    return {"lines": out.lines, "detector": out.detector if out.detector is not None else out.lines,
+            "words": out.words}
+
+
+def view_metrics(view: str, counts: Counts) -> dict[str, float]:
+    """Metric names that say what was scored (see the module docstring)."""
+    m = {k.replace("test_det_", "test_box_"): v for k, v in summarise(counts).items()}
+    if view == "lines":
+        return m
+    if view == "detector":
+        return {k.replace("test_box_", "test_detector_"): v for k, v in m.items() if k.startswith("test_box_")}
+    return {f"{k}_wordsplit": v for k, v in m.items()}
+
+
+def intervals(cfg: DictConfig, per_image: dict[str, list[list[int]]]) -> dict[str, float]:
+    """Bootstrap-over-images 95% intervals of the end-to-end Hmean (standard and word split)."""
+    boot = cfg.paper.protocol.bootstrap
+    out = {}
+    for view, suffix in (("lines", ""), ("words", "_wordsplit")):
+        lo, hi = bootstrap.hmean_ci(per_image[view], "e2e_matched", boot.samples, boot.seed, boot.level)
+        out[f"test_e2e_hmean{suffix}_ci_low"], out[f"test_e2e_hmean{suffix}_ci_high"] = lo, hi
+    return out
+
+
 def evaluate(cfg: DictConfig, engine: Any, ds: datasets.Dataset, details_path: Path | None) -> dict[str, float]:
     rule = TEXT_RULES[cfg.dataset.text_match]
-    words, lines = Counts(), Counts()
+    proto = cfg.paper.protocol
+    totals = {v: Counts() for v in VIEWS}
+    per_image: dict[str, list[list[int]]] = {v: [] for v in VIEWS}
     timings: dict[str, list[float]] = {}
     examples = {}
     wanted = set(cfg.dataset.example_images)
@@ -53,15 +91,18 @@ def evaluate(cfg: DictConfig, engine: Any, ds: datasets.Dataset, details_path: P
     for row in ds:
         out = engine(read_image(row["image_path"]))
         gt = pdata.regions(row)
-        proto = cfg.paper.protocol
-        words += score_image(gt, out.words, rule, proto.iou_threshold, proto.area_precision)
-        lines += score_image(gt, out.lines, rule, proto.iou_threshold, proto.area_precision)
+        for view, regions in views(out).items():
+            c = score_image(gt, regions, rule, proto.iou_threshold, proto.area_precision)
+            totals[view] += c
+            per_image[view].append([getattr(c, f) for f in bootstrap.FIELDS])
         for stage, sec in out.seconds.items():
             timings.setdefault(stage, []).append(sec)
         if row["image_id"] in wanted:
             examples[row["image_id"]] = to_json(out)
-    metrics = summarise(words)
-    metrics["test_det_hmean_lines"] = summarise(lines)["test_det_hmean"]
+    metrics: dict[str, float] = {}
+    for view in VIEWS:
+        metrics |= view_metrics(view, totals[view])
+    metrics |= intervals(cfg, per_image)
     metrics |= latency_stats(timings["pipeline"], "")
     for stage in ("det", "rec"):
         if stage in timings:
@@ -69,7 +110,8 @@ def evaluate(cfg: DictConfig, engine: Any, ds: datasets.Dataset, details_path: P
     if details_path is not None:
         write_json_atomic(details_path, {
             "dataset": cfg.dataset.name, "model": cfg.model.name, "images": len(ds),
-            "counts_words": vars(words), "counts_lines": vars(lines), "metrics": metrics,
+            "image_ids": list(ds["image_id"]), "count_fields": list(bootstrap.FIELDS),
+            "counts": {v: vars(totals[v]) for v in VIEWS}, "per_image": per_image, "metrics": metrics,
             "threads": threads(), "cpu": platform.processor() or platform.machine(),
             "engine": describe(engine), "examples": examples,
         })
@@ -79,5 +121,10 @@ def evaluate(cfg: DictConfig, engine: Any, ds: datasets.Dataset, details_path: P
 def describe(engine: Any) -> dict[str, Any]:
     if hasattr(engine, "version"):
         return {"kind": "tesseract", "version": engine.version(), "psm": engine.psm, "lang": engine.lang}
-    return {"kind": "ppocr", "onnxruntime": metadata.version("onnxruntime"),
-            "rapidocr_onnxruntime": metadata.version("rapidocr-onnxruntime")}
+    out = {"kind": "ppocr", "onnxruntime": metadata.version("onnxruntime"),
+           "rapidocr_onnxruntime": metadata.version("rapidocr-onnxruntime")}
+    d = getattr(engine, "det_input", None)  # absent on test doubles
+    if d is not None:
+        out["det_input"] = {"limit_side_len": d.limit_side_len, "limit_type": d.limit_type, "mean": list(d.mean),
+                            "std": list(d.std)}
+    return out
