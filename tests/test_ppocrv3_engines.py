@@ -49,7 +49,9 @@ def test_tesseract_reads_printed_words():
 
 def test_tesseract_missing_gives_clear_error(monkeypatch):
     monkeypatch.setattr(shutil, "which", lambda name: None)
-    with pytest.raises(RuntimeError, match="apt-get install"):
+    from shared.config_check import ConfigError
+
+    with pytest.raises(ConfigError, match="apt-get install"):  # a config error: one line, exit 2 from the CLI
         TesseractEngine(psm=3, lang="eng", threads=1)
 
 
