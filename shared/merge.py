@@ -27,7 +27,7 @@ from typing import Any
 from shared.atomic import write_json_atomic
 from shared.codeprint import code_fingerprint
 from shared.reference import compare, load_paper
-from shared.runinfo import relative_to_repo
+from shared.runinfo import portable_paths
 from shared.stats import aggregate
 
 KEY = ("paper", "dataset", "model", "scale")
@@ -101,6 +101,7 @@ def merge_records(records: list[dict[str, Any]], paper_file: Path, sources: list
     env = dict(first.get("environment") or {})
     if env:  # dirty if any job ran uncommitted code
         env["git_dirty"] = any((r.get("environment") or {}).get("git_dirty") for r in full)
+        env["command"] = portable_paths(env.get("command") or "")  # a job may have been run with an absolute results_dir
     agg = aggregate([run["metrics"] for run in runs])
     # Partial files carry no timing of their own: their seeds' wall times are in their runs.
     partial_seconds = sum(run.get("wall_seconds", 0.0) for r in records if is_partial(r) for run in r["runs"])
@@ -117,7 +118,7 @@ def merge_records(records: list[dict[str, Any]], paper_file: Path, sources: list
         "config": {**first["config"], "seed": None, "results_dir": None},  # the merged record covers the listed seeds
         **({"environment": env} if env else {}),
         **code,
-        "merged_from": [relative_to_repo(str(Path(s).resolve())) for s in sources] if sources else f"{len(records)} jobs",
+        "merged_from": [portable_paths(str(Path(s).resolve())) for s in sources] if sources else f"{len(records)} jobs",
     }
 
 

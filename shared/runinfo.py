@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import platform
+import re
 import resource
 import subprocess
 import sys
@@ -52,9 +53,14 @@ def git_state() -> dict:
     }
 
 
-def relative_to_repo(text: str) -> str:
-    """Paths inside the repository written relative to it: no machine's absolute paths in a result file."""
-    return text.replace(f"{REPO_ROOT}/", "").replace(str(REPO_ROOT), ".")
+_ABSOLUTE = re.compile(r"(?<![\w.~-])/[^\s\"',\]\[]+")
+
+
+def portable_paths(text: str) -> str:
+    """No machine's absolute paths in a result file: paths inside the repository become relative to it, and
+    any other absolute path keeps only its last two parts (``.../shards/acm12``), enough to tell jobs apart."""
+    text = text.replace(f"{REPO_ROOT}/", "").replace(str(REPO_ROOT), ".")
+    return _ABSOLUTE.sub(lambda m: ".../" + "/".join(Path(m.group(0)).parts[-2:]), text)
 
 
 def environment(git: dict | None = None) -> dict:
@@ -63,7 +69,7 @@ def environment(git: dict | None = None) -> dict:
     import os
 
     return {
-        "command": relative_to_repo(" ".join([Path(sys.argv[0]).name, *sys.argv[1:]])),
+        "command": portable_paths(" ".join([Path(sys.argv[0]).name, *sys.argv[1:]])),
         **(git or git_state()),
         "versions": versions(),
         "hardware": {

@@ -15,7 +15,7 @@ from shared.destination import results_root
 from shared.perf import keep_freed_memory
 from shared.reference import compare, load_paper, reported_for
 from shared.replication import Replication
-from shared.runinfo import environment, git_state, peak_memory_mb, relative_to_repo
+from shared.runinfo import environment, git_state, peak_memory_mb, portable_paths
 from shared.seeding import seed_everything
 from shared.stats import aggregate
 from shared.tracking import make_tracker
@@ -101,7 +101,7 @@ def run(cfg: DictConfig, replication: Replication) -> dict[str, Any]:
 
     config = OmegaConf.to_container(cfg, resolve=True)
     if isinstance(config.get("results_dir"), str):  # no machine's absolute paths in a result file
-        config["results_dir"] = relative_to_repo(config["results_dir"])
+        config["results_dir"] = portable_paths(config["results_dir"])
     done = {r["seed"]: r for r in resumable_runs(cfg, config)}
     per_seed, runs = [], []
     for seed in seeds_of(cfg):

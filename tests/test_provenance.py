@@ -9,7 +9,7 @@ import pytest
 
 from shared.codeprint import code_fingerprint
 from shared.merge import MixedCodeError, check_same_code
-from shared.runinfo import REPO_ROOT, relative_to_repo
+from shared.runinfo import REPO_ROOT, portable_paths
 
 
 def _git(repo: Path, *args: str) -> str:
@@ -63,8 +63,11 @@ def test_merge_refuses_seeds_from_different_code_unless_told(repo):
 
 def test_paths_inside_the_repo_are_stored_relative():
     text = f"python -m shared.merge {REPO_ROOT}/results/x.json results_dir={REPO_ROOT}"
-    assert relative_to_repo(text) == "python -m shared.merge results/x.json results_dir=."
-    assert str(REPO_ROOT) not in relative_to_repo(text)
+    assert portable_paths(text) == "python -m shared.merge results/x.json results_dir=."
+    assert str(REPO_ROOT) not in portable_paths(text)
+    # Outside the repository: only the last two parts survive, so no machine's layout is recorded.
+    assert portable_paths("merge results_dir=/scratch/jobs/shards/acm12") == "merge results_dir=.../shards/acm12"
+    assert portable_paths("python -m replications seed=1") == "python -m replications seed=1"
 
 
 def test_runner_takes_the_commit_once_at_process_start(monkeypatch):
