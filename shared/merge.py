@@ -118,7 +118,7 @@ def merge_records(records: list[dict[str, Any]], paper_file: Path, sources: list
         "config": {**first["config"], "seed": None, "results_dir": None},  # the merged record covers the listed seeds
         **({"environment": env} if env else {}),
         **code,
-        "merged_from": [portable_paths(str(Path(s).resolve())) for s in sources] if sources else f"{len(records)} jobs",
+        "merged_from": [portable_paths(str(Path(s).resolve()), keep=4) for s in sources] if sources else f"{len(records)} jobs",
     }
 
 

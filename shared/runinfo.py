@@ -56,11 +56,11 @@ def git_state() -> dict:
 _ABSOLUTE = re.compile(r"(?<![\w.~-])/[^\s\"',\]\[]+")
 
 
-def portable_paths(text: str) -> str:
+def portable_paths(text: str, keep: int = 2) -> str:
     """No machine's absolute paths in a result file: paths inside the repository become relative to it, and
-    any other absolute path keeps only its last two parts (``.../shards/acm12``), enough to tell jobs apart."""
+    any other absolute path keeps only its last ``keep`` parts (``.../shards/acm12``), enough to tell jobs apart."""
     text = text.replace(f"{REPO_ROOT}/", "").replace(str(REPO_ROOT), ".")
-    return _ABSOLUTE.sub(lambda m: ".../" + "/".join(Path(m.group(0)).parts[-2:]), text)
+    return _ABSOLUTE.sub(lambda m: ".../" + "/".join(Path(m.group(0)).parts[-keep:]), text)
 
 
 def environment(git: dict | None = None) -> dict:
