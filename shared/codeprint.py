@@ -14,7 +14,8 @@ import re
 import subprocess
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+from shared.runinfo import REPO_ROOT
+
 PRESENTATION = {"report.py", "merge.py", "sweep.py", "reference.py", "bench.py", "table.py", "figures.py",
                 "codeprint.py", "verify.py"}
 

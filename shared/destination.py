@@ -14,8 +14,9 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
-COMMITTED = PROJECT_ROOT / "results"
+from shared.runinfo import REPO_ROOT
+
+COMMITTED = REPO_ROOT / "results"
 HAND_RUNS = Path("outputs") / "results"  # relative to the working directory, like Hydra's own outputs/
 
 _in_protocol = False

@@ -15,13 +15,13 @@ from shared.destination import results_root
 from shared.perf import keep_freed_memory
 from shared.reference import compare, load_paper, reported_for
 from shared.replication import Replication
-from shared.runinfo import environment, git_state, peak_memory_mb, portable_paths
+from shared.runinfo import REPO_ROOT, environment, git_state, peak_memory_mb, portable_paths
 from shared.seeding import seed_everything
 from shared.stats import aggregate
 from shared.tracking import make_tracker
 from shared.writable import ensure_writable
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
+PROJECT_ROOT = REPO_ROOT  # the name the paper packages import
 # The code this process runs is the code checked out when it started: every (dataset, model) of one
 # process records this commit, even if HEAD moves (a commit, a checkout) while a long protocol runs.
 PROCESS_START_GIT = git_state()
