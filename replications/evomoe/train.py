@@ -24,6 +24,7 @@ from torch import Tensor
 from replications.evomoe.model import GPT
 from replications.moe.gates import DTSGate
 from replications.moe.schedule import temperature
+from shared.config_check import given
 
 
 def autocast(device: torch.device, precision: str):
@@ -82,9 +83,8 @@ def dts_gates(model: GPT) -> list[DTSGate]:
 
 def fit(cfg: DictConfig, model: GPT, train: Tensor, valid: Tensor, seed: int, log) -> dict[str, Any]:
     p, m = cfg.paper.protocol, cfg.model
-    # scale.max_epochs caps the optimiser steps; an explicit None check: 0 is a value (refused by the
-    # config check), never "unset"
-    steps = int(p.steps if cfg.scale.max_epochs is None else cfg.scale.max_epochs)
+    # scale.max_epochs caps the optimiser steps (given: 0 is a value, refused by the config check, never "unset")
+    steps = int(given(cfg.scale.max_epochs, p.steps))
     precision, target = p.get("precision", "fp32"), p.get("target_valid_ppl")
     device = next(model.parameters()).device
     data = batchify(train, p.batch_size).to(device)

@@ -13,12 +13,8 @@ from replications.pshgcn.baselines import HGT, RGCN, RSAGE
 from replications.pshgcn.graph import relation_matrices
 from replications.pshgcn.model import PSHGCN
 from replications.pshgcn.train import fit, param_groups, scores, split_for_seed
+from shared.config_check import given
 from shared.replication import LogFn, Replication
-
-
-def _given(value: int | None, default: int) -> int:
-    """A scale override when one is set (0 included, which the config check refuses), else the protocol's."""
-    return default if value is None else int(value)
 
 
 def is_pshgcn(model_cfg: DictConfig) -> bool:
@@ -64,8 +60,8 @@ class PSHGCNReplication(Replication):
         target, split = g[g.target_type], data["split"]  # drawn in build_model; evaluate() scores the same split
         optimizer = torch.optim.AdamW(param_groups(model, m.lr, m.wd, m.get("prop_lr"), m.get("prop_wd")))
         return fit(model, (data["x"], data["adjs"]), target.y.to(cfg.device), split, g.multilabel, optimizer,
-                   max_epochs=_given(cfg.scale.max_epochs, protocol.max_epochs),
-                   patience=_given(cfg.scale.patience, protocol.patience),
+                   max_epochs=given(cfg.scale.max_epochs, protocol.max_epochs),
+                   patience=given(cfg.scale.patience, protocol.patience),
                    # The epoch-0-only dropout is a quirk of PSHGCN's released loop, matched for PSHGCN; the
                    # baselines train as they are published, with dropout in every step (without it RGCN on
                    # AMiner overfits within 5-10 steps and early stopping keeps a constant predictor).
