@@ -27,7 +27,8 @@ OUT = PROJECT_ROOT / "results" / "pshgcn"
 def measure(dataset: str, model: str, workdir: Path) -> dict:
     choice = f"pshgcn/{dataset}" if model == "pshgcn" else model
     cmd = [sys.executable, "-m", "replications", "paper=pshgcn", f"dataset={dataset}", f"model={choice}",
-           "scale=smoke", f"scale.max_epochs={EPOCHS}", f"scale.patience={EPOCHS + 1}", "tracker=none",
+           # scale=full, cut to EPOCHS: the models at their real size (scale=smoke also shrinks K and widths)
+           "scale=full", "seed=1", f"scale.max_epochs={EPOCHS}", f"scale.patience={EPOCHS + 1}", "tracker=none",
            f"results_dir={workdir}"]
     subprocess.run(cmd, check=True, capture_output=True, text=True)
     record = json.loads((workdir / "pshgcn" / dataset / f"{model}.json").read_text())
