@@ -110,9 +110,8 @@ def main(argv: list[str]) -> int:
             except (ConfigError, DataError, DestinationError) as exc:
                 print(f"error: {exc}", file=sys.stderr)
                 return 2
-        finish = getattr(replication, "after_replicate", None)  # optional per-paper summary (table, plots)
-        if callable(finish) and configs:
-            finish(configs[-1][2])
+        if configs:  # the paper's own tables and figures (Replication.after_replicate)
+            replication.after_replicate(configs[-1][2])
     if not changes:
         report.main([])  # the results page is built from results/: only the protocol changes it
     return 0

@@ -36,3 +36,7 @@ class Replication(ABC):
     @abstractmethod
     def evaluate(self, cfg: DictConfig, model: Any, data: Any) -> dict[str, float]:
         """Final metrics of the trained model, named as in paper.yaml (e.g. test_micro_f1)."""
+
+    def after_replicate(self, cfg: DictConfig) -> None:  # noqa: B027 (optional hook, empty by default)
+        """The paper's own tables and figures, rebuilt from every result file under results/ (built on
+        shared.report); `python -m replications.replicate <paper>` calls it once after its runs."""
