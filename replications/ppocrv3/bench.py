@@ -19,6 +19,7 @@ from omegaconf import OmegaConf
 from replications.ppocrv3 import data as pdata
 from replications.ppocrv3 import engines, figures, run
 from shared.atomic import write_json_atomic
+from shared.runinfo import environment, git_state
 from shared.runner import PROJECT_ROOT
 
 CHOICES = {"ppocrv2": "ppocrv3_ppocrv2", "ppocrv3": "ppocrv3/{dataset}", "ppocrv4": "ppocrv3_ppocrv4",
@@ -59,6 +60,7 @@ def main() -> None:
     parser.add_argument("--results", type=Path, default=PROJECT_ROOT / "results" / "ppocrv3")
     args = parser.parse_args()
     names = [n for n in CHOICES if n != "tesseract" or engines.shutil.which("tesseract")]
+    git = git_state()  # at start: the code that is timed
     record: dict = {"threads": run.threads(), "engines": names, "load_average_before": os.getloadavg(), "datasets": {}}
     t0 = time.perf_counter()
     for dataset, n in (("icdar2015", args.images_icdar2015), ("funsd", args.images_funsd)):
@@ -66,6 +68,7 @@ def main() -> None:
         print(dataset, record["datasets"][dataset])
     record["load_average_after"] = os.getloadavg()
     record["wall_seconds"] = round(time.perf_counter() - t0, 1)
+    record["environment"] = environment(git)  # command, commit, versions, hardware
     write_json_atomic(args.results / "latency_interleaved.json", record)
     figures.main([str(args.results)])
 
