@@ -55,8 +55,8 @@ def bench(dataset: str, n_images: int, names: list[str]) -> dict[str, dict[str, 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--images-icdar2015", type=int, default=20)
-    parser.add_argument("--images-funsd", type=int, default=4)
+    parser.add_argument("--images-icdar2015", type=int, default=50)
+    parser.add_argument("--images-funsd", type=int, default=10)
     parser.add_argument("--results", type=Path, default=PROJECT_ROOT / "results" / "ppocrv3")
     args = parser.parse_args()
     names = [n for n in CHOICES if n != "tesseract" or engines.shutil.which("tesseract")]
