@@ -48,7 +48,8 @@ class PPYOLOERReplication(Replication):
         curve = seed == protocol.curve_seed and m.name == protocol.curve_model and "val" in data
         summary = fit(model, data["train"], m.steps, m.batch_size, m.lr, m.weight_decay, m.warmup, m.box, seed,
                       eval_every=protocol.curve_every if curve else 0,
-                      evaluate_fn=(lambda mm: map_on(mm, data["val"])["map"]) if curve else None, log=log)
+                      evaluate_fn=(lambda mm: map_on(mm, data["val"], pre_nms=self._pre_nms(cfg))["map"]) if curve else None,
+                      log=log)
         if curve:  # kept for the DOTA example figure (outputs/, never committed)
             from replications.ppyoloe_r.report import weights_path
 
@@ -61,9 +62,13 @@ class PPYOLOERReplication(Replication):
             summary["label_sha256"] = data["label_sha256"]
         return summary
 
+    @staticmethod
+    def _pre_nms(cfg: DictConfig) -> int:
+        return int(cfg.dataset.get("pre_nms", 2000))
+
     def evaluate(self, cfg: DictConfig, model: torch.nn.Module, data: dict[str, Any]) -> dict[str, float]:
         if "test" in data:
-            metrics = map_on(model, data["test"])
+            metrics = map_on(model, data["test"], pre_nms=self._pre_nms(cfg))
             return {"test_map": metrics["map"], **{f"test_ap_{k[3:]}": v for k, v in metrics.items() if k.startswith("ap/")}}
         from replications.ppyoloe_r.dota_protocol import evaluate_large
 

@@ -13,7 +13,6 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 import numpy as np
-from shapely.geometry import Polygon
 
 from replications.ppyoloe_r.boxes import polygon_iou
 
@@ -73,7 +72,9 @@ def class_ap(gt: dict[str, Objects], dets: list[tuple[str, float, np.ndarray]], 
         keep = [i for i, c in enumerate(objs.classes) if c == cls]
         polys = objs.polys[keep]
         diff = np.array([objs.difficult[i] for i in keep], dtype=bool)
-        records[image] = (polys, diff, np.zeros(len(keep), dtype=bool), [Polygon(p.reshape(4, 2)) for p in polys])
+        hbb = np.concatenate([polys[:, 0::2].min(1, keepdims=True), polys[:, 1::2].min(1, keepdims=True),
+                              polys[:, 0::2].max(1, keepdims=True), polys[:, 1::2].max(1, keepdims=True)], 1)
+        records[image] = (polys, diff, np.zeros(len(keep), dtype=bool), hbb.reshape(-1, 4))
         npos += int((~diff).sum())
     if npos == 0:
         return float("nan"), 0
@@ -84,8 +85,13 @@ def class_ap(gt: dict[str, Objects], dets: list[tuple[str, float, np.ndarray]], 
         if image not in records or len(records[image][0]) == 0:
             fp[d] = 1
             continue
-        polys, diff, used, _ = records[image]
-        ious = np.array([polygon_iou(poly, g) for g in polys])
+        polys, diff, used, hbb = records[image]
+        # the devkit's axis-aligned pre-filter: polygon IoU only where the enclosing boxes overlap
+        overlap = ((np.minimum(hbb[:, 2], poly[0::2].max()) >= np.maximum(hbb[:, 0], poly[0::2].min()))
+                   & (np.minimum(hbb[:, 3], poly[1::2].max()) >= np.maximum(hbb[:, 1], poly[1::2].min())))
+        ious = np.zeros(len(polys))
+        for j in np.flatnonzero(overlap):
+            ious[j] = polygon_iou(poly, polys[j])
         j = int(ious.argmax())
         if ious[j] > iou_threshold:
             if diff[j]:

@@ -122,7 +122,7 @@ def nms_rotated(boxes: torch.Tensor, scores: torch.Tensor, iou: float) -> torch.
 def predict(model: PPYOLOER, images: torch.Tensor, score_threshold: float = 0.05, nms_iou: float = 0.1,
             pre_nms: int = 2000, batch_size: int = 16) -> list[list[tuple[int, float, np.ndarray]]]:
     """Per image: (class, score, polygon [8]) after per-class rotated NMS (official MultiClassNMS settings:
-    nms_top_k 2000, score 0.05, IoU 0.1, keep all)."""
+    nms_top_k 2000 per class, score 0.05, IoU 0.1, keep all; a small image passes a smaller pre_nms)."""
     model.eval()
     out = []
     for start in range(0, len(images), batch_size):
