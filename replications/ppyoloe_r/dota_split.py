@@ -93,13 +93,21 @@ def split(name: str, objects: Objects, width: int, height: int, image: np.ndarra
 
 
 def poly_nms(polys: np.ndarray, scores: np.ndarray, iou: float = NMS_IOU) -> list[int]:
-    """Greedy NMS on polygons (devkit py_cpu_nms_poly): keep the best, drop every other with IoU > iou."""
-    order = list(np.argsort(-scores, kind="stable"))
+    """Greedy NMS on polygons (devkit py_cpu_nms_poly): keep the best, drop every other with IoU > iou.
+    Polygon IoU only for pairs whose enclosing boxes overlap (the others have IoU 0 and are kept)."""
+    polys = np.asarray(polys, dtype=float).reshape(-1, 8)
+    lo = np.stack([polys[:, 0::2].min(1), polys[:, 1::2].min(1)], 1)
+    hi = np.stack([polys[:, 0::2].max(1), polys[:, 1::2].max(1)], 1)
+    order = np.argsort(-np.asarray(scores), kind="stable")
     keep = []
-    while order:
-        i = order.pop(0)
+    while len(order):
+        i, rest = order[0], order[1:]
         keep.append(int(i))
-        order = [j for j in order if polygon_iou(polys[i], polys[j]) <= iou]
+        near = ((np.minimum(hi[rest], hi[i]) >= np.maximum(lo[rest], lo[i])).all(1))
+        drop = np.zeros(len(rest), dtype=bool)
+        for k in np.flatnonzero(near):
+            drop[k] = polygon_iou(polys[i], polys[rest[k]]) > iou
+        order = rest[~drop]
     return keep
 
 
