@@ -22,7 +22,7 @@ def assign(scores: torch.Tensor, pred_boxes: torch.Tensor, points: torch.Tensor,
     bsz, num_anchors, num_classes = scores.shape
     n = gt_boxes.shape[1]
     if n == 0:
-        return (torch.full((bsz, num_anchors), num_classes, dtype=torch.long),
+        return (torch.full((bsz, num_anchors), num_classes, dtype=torch.long, device=scores.device),
                 pred_boxes.new_zeros(bsz, num_anchors, 5), scores.new_zeros(bsz, num_anchors, num_classes))
     ious = rotated_iou(gt_boxes.unsqueeze(2), pred_boxes.unsqueeze(1))  # [B, n, L]
     ious = torch.where(ious > 1 + eps, torch.zeros_like(ious), ious)

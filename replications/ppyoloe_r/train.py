@@ -78,6 +78,7 @@ def fit(model: PPYOLOER, data, steps: int, batch_size: int, lr: float, weight_de
         evaluate_fn: Callable[[PPYOLOER], float] | None = None,
         log: Callable[[dict[str, float], int], None] | None = None) -> dict:
     gen = torch.Generator().manual_seed(seed)
+    device = next(model.parameters()).device
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
     curve, t0 = [], time.perf_counter()
     order: list[int] = []
@@ -87,7 +88,7 @@ def fit(model: PPYOLOER, data, steps: int, batch_size: int, lr: float, weight_de
         if len(order) < batch_size:
             order += torch.randperm(len(data), generator=gen).tolist()
         idx, order = order[:batch_size], order[batch_size:]
-        images, gl, gb, gm = collate(data, idx, gen)
+        images, gl, gb, gm = (t.to(device) for t in collate(data, idx, gen))
         for g in opt.param_groups:
             g["lr"] = lr_at(step, steps, lr, warmup)
         losses = detection_loss(model.head, model(images), gl, gb, gm, box=box)
@@ -124,11 +125,12 @@ def predict(model: PPYOLOER, images: torch.Tensor, score_threshold: float = 0.05
     """Per image: (class, score, polygon [8]) after per-class rotated NMS (official MultiClassNMS settings:
     nms_top_k 2000 per class, score 0.05, IoU 0.1, keep all; a small image passes a smaller pre_nms)."""
     model.eval()
+    device = next(model.parameters()).device
     out = []
     for start in range(0, len(images), batch_size):
-        raw = model(normalise(images[start:start + batch_size]))
-        boxes = model.head.decode(raw)
-        scores = torch.sigmoid(raw["cls_logits"])
+        raw = model(normalise(images[start:start + batch_size]).to(device))
+        boxes = model.head.decode(raw).cpu()
+        scores = torch.sigmoid(raw["cls_logits"]).cpu()
         for b, s in zip(boxes, scores):
             dets = []
             for c in range(s.shape[1]):
