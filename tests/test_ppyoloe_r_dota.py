@@ -203,3 +203,44 @@ def test_missing_label_file_is_refused(tmp_path):
             dota_data.read_split(tmp_path, "val")
     finally:
         dota_data.FULL_COUNTS.update(monkey_counts)
+
+
+@needs_examples
+@pytest.mark.slow
+def test_full_dota_recipe_runs_on_a_devkit_shaped_folder(monkeypatch, tmp_path):
+    """The dota_v1 path (load -> patches -> train -> split/merge evaluation) on a DOTA-v1.0-shaped folder made of
+    the two example images, at 256-pixel patches: the code a user with DOTA runs, minus the scale."""
+    import shutil
+
+    import torch
+    from omegaconf import OmegaConf
+
+    from replications.ppyoloe_r import REPLICATION
+
+    monkeypatch.setenv("REPLICATIONS_MIRROR", str(MIRROR))
+    images, labels_dir = dota_data.example_images(), MIRROR / "DOTA-examples" / "labelTxt"
+    fake = tmp_path / "mirror"
+    for split_name in ("train", "val"):
+        (fake / "DOTA-v1.0" / split_name / "images").mkdir(parents=True)
+        (fake / "DOTA-v1.0" / split_name / "labelTxt").mkdir(parents=True)
+        for stem, path in images.items():
+            shutil.copy(path, fake / "DOTA-v1.0" / split_name / "images" / path.name)
+            shutil.copy(labels_dir / f"{stem}.txt", fake / "DOTA-v1.0" / split_name / "labelTxt" / f"{stem}.txt")
+    monkeypatch.setenv("REPLICATIONS_MIRROR", str(fake))
+    monkeypatch.setattr(dota_data, "FULL_COUNTS", {"train": 2, "val": 2})
+    cfg = OmegaConf.create({"dataset": {"name": "dota_v1", "patch_size": 256, "gap": 64}, "device": "cpu",
+                            "scale": {"name": "smoke"},
+                            "model": {"name": "ppyoloe_r", "size": "s", "angle": "dfl", "box": "probiou", "steps": 1,
+                                      "batch_size": 2, "lr": 1e-3, "weight_decay": 0.0, "warmup": 1},
+                            "paper": {"protocol": {"threads": 1, "curve_seed": 1, "curve_model": "ppyoloe_r",
+                                                   "curve_every": 1}}})
+    data = REPLICATION.load_data(cfg)
+    assert len(data["train"]) > 10 and set(data["label_sha256"]) == {"train", "val"}
+    image, boxes, lab = data["train"].item(0)
+    assert image.shape == (3, 256, 256) and boxes.shape[1] == 5 and len(lab) == len(boxes)
+    torch.manual_seed(0)
+    model = REPLICATION.build_model(cfg, data)
+    summary = REPLICATION.train(cfg, model, data, seed=1, log=lambda *a: None)
+    assert summary["label_sha256"] == data["label_sha256"]
+    metrics = REPLICATION.evaluate(cfg, model, data)
+    assert 0.0 <= metrics["val_map"] <= 100.0
