@@ -24,6 +24,7 @@ from typing import Any
 import cv2
 import numpy as np
 from omegaconf import DictConfig
+from tqdm.auto import tqdm
 
 from replications.ppstructurev2 import table
 from replications.ppstructurev2.teds import teds
@@ -68,7 +69,7 @@ def evaluate_tables(cfg: DictConfig, models: dict[str, Any], ds, details_path: P
     slanet(first), table.table_ocr(ocr, first)  # warm-up (session initialisation), not timed
     rows, examples = [], {}
     wanted = set(cfg.dataset.get("example_items", []))
-    for item in ds:
+    for item in tqdm(ds, desc=f"{cfg.dataset.name} tables", unit="table"):
         img = read_image(item["image_path"])
         t0 = time.perf_counter()
         structure = slanet(img)
@@ -153,7 +154,7 @@ def recall_at(gt: list[tuple[str, list[float]]], dets: list[tuple[str, list[floa
 def evaluate_layout(cfg: DictConfig, detector: Any, ds, details_path: Path | None) -> dict[str, float]:
     detector(read_image(ds[0]["image_path"]))  # warm-up, not timed
     rows, seconds, hit, total = [], [], 0, 0
-    for item in ds:
+    for item in tqdm(ds, desc=f"{cfg.dataset.name} pages", unit="page"):
         img = read_image(item["image_path"])
         dets, sec = detector(img)
         seconds.append(sec)
