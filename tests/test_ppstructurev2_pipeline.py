@@ -86,6 +86,10 @@ def test_smoke_run_through_the_harness(dataset, tmp_path, monkeypatch):
         assert m["test_acc"] == 100.0 and m["test_teds_oracle"] == 100.0 and 0 < m["test_teds"] <= 100
     else:
         assert m["detections_per_page"] > 0
+    from shared.data import cache_dir
+
+    details = next((tmp_path / "ppstructurev2" / dataset).glob("*.details.json")).read_text()
+    assert MIRROR not in details and str(cache_dir()) not in details  # no machine paths in what is committed
     rep.after_replicate(cfg)
     readme = (tmp_path / "ppstructurev2" / "README.md").read_text()
     assert "weights not obtainable" in readme
