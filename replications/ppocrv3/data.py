@@ -13,7 +13,7 @@ import datasets
 import numpy as np
 from omegaconf import DictConfig
 
-from replications.ppocrv3.protocol import DONT_CARE, Regions
+from replications.ocr.regions import DONT_CARE, Regions
 from shared.data import DataError, DatasetSpec, RemoteFile, fetch
 
 MANIFESTS = Path(__file__).with_name("manifests")

