@@ -8,7 +8,8 @@ The steps follow Hetu's `HAllToAllOp` (hetu/v1/python/hetu/gpu_ops/HAllToAll.py)
 1. gather: every rank sends its whole send buffer (and its send/recv counts) to its node's leader;
 2. layout transform on the leader: (source local, destination node, destination local) ->
    (destination node, destination local, source local), so each remote node's data is contiguous;
-3. all-to-all among the N leaders only: N(N-1) large inter-node messages instead of W(W-1) small ones;
+3. all-to-all among the N leaders only: N(N-1) large inter-node messages instead of W(W-1) small ones
+   (Hetu: NCCL send/recv among leaders; here gloo isend/irecv, receives posted first);
 4. reverse transform: (source node, destination local, source local) -> (destination local, source rank);
 5. scatter: each local rank gets its rows, already in flat all-to-all order.
 
@@ -21,6 +22,7 @@ result equals the flat all-to-all row for row. Backward is another H-A2A with se
 from __future__ import annotations
 
 import os
+import time
 
 import torch
 import torch.distributed as dist
@@ -28,8 +30,8 @@ from torch import Tensor
 
 
 class Hierarchy:
-    """The process groups of an N x G layout of the default group (created collectively: every rank must
-    construct it, in the same order)."""
+    """An N x G layout of the default group: rank = node * G + local, local 0 leads. Every exchange is
+    point to point between global ranks, so no sub-groups (and no collective setup) are needed."""
 
     def __init__(self, ranks_per_node: int):
         rank, world = dist.get_rank(), dist.get_world_size()
@@ -40,12 +42,6 @@ class Hierarchy:
         self.node, self.local = divmod(rank, G)
         self.leader = self.node * G  # global rank of this node's leader
         self.leaders = list(range(0, world, G))
-        self.leader_group = dist.new_group(self.leaders)  # every rank creates every group, in order
-        self.node_group = None
-        for n in range(self.N):
-            group = dist.new_group(list(range(n * G, (n + 1) * G)))
-            if n == self.node:
-                self.node_group = group
 
 
 def local_world_size() -> int:
@@ -57,7 +53,7 @@ _CACHE: dict[int, Hierarchy] = {}
 
 
 def hierarchy(ranks_per_node: int) -> Hierarchy:
-    """One Hierarchy per G per process (layers share the groups; created on first use by every rank)."""
+    """One Hierarchy per G per process."""
     if ranks_per_node not in _CACHE:
         _CACHE[ranks_per_node] = Hierarchy(ranks_per_node)
     return _CACHE[ranks_per_node]
@@ -75,16 +71,32 @@ def segment_permutation(sizes: Tensor, axes: tuple[int, ...]) -> Tensor:
 
 
 def _p2p(pairs: list[tuple[str, Tensor, int]]) -> None:
-    """Post every send/recv (global peer ranks), then wait; zero-row tensors are skipped on both sides."""
-    ops = [dist.P2POp(dist.isend if kind == "send" else dist.irecv, t, peer)
-           for kind, t, peer in pairs if t.numel() > 0]
-    if ops:
-        for req in dist.batch_isend_irecv(ops):
-            req.wait()
+    """Post every recv, then every send (global peer ranks), then wait; empty tensors are skipped on both
+    sides. Receives go first: gloo's `all_to_all_single` posts its send to a peer before the receive, which
+    on one TCP connection made the two directions take turns (measured on the testbed: 8 MiB each way
+    between two nodes at 400 Mbit/s took 330 ms send-first, 165 ms receive-first, i.e. full duplex)."""
+    ordered = [p for p in pairs if p[0] == "recv"] + [p for p in pairs if p[0] == "send"]
+    reqs = [(dist.irecv if kind == "recv" else dist.isend)(t, peer) for kind, t, peer in ordered if t.numel() > 0]
+    for req in reqs:
+        req.wait()
 
 
-def hierarchical_all_to_all_raw(x: Tensor, send: list[int], recv: list[int], h: Hierarchy) -> Tensor:
-    """The forward data movement (no autograd)."""
+class _Clock:
+    def __init__(self, timings: dict[str, float] | None):
+        self.timings, self.last = timings, time.perf_counter()
+
+    def mark(self, phase: str) -> None:
+        if self.timings is not None:
+            now = time.perf_counter()
+            self.timings[phase] = self.timings.get(phase, 0.0) + now - self.last
+            self.last = now
+
+
+def hierarchical_all_to_all_raw(x: Tensor, send: list[int], recv: list[int], h: Hierarchy,
+                                timings: dict[str, float] | None = None) -> Tensor:
+    """The forward data movement (no autograd). `timings`: seconds per phase are added to it (gather,
+    layout, exchange, reverse, scatter), so a benchmark can tell network phases from memory copies."""
+    clock = _Clock(timings)
     G, N, W = h.G, h.N, h.world
     if len(send) != W or len(recv) != W:
         raise ValueError(f"send/recv must have one count per rank ({W}), got {len(send)}/{len(recv)}")
@@ -100,13 +112,16 @@ def hierarchical_all_to_all_raw(x: Tensor, send: list[int], recv: list[int], h: 
         _p2p([("send", counts, h.leader)])
     if not is_leader:
         _p2p([("send", x, h.leader)])
+        clock.mark("gather")
         out = x.new_empty((sum(recv), *row))
-        _p2p([("recv", out, h.leader)])  # 5. (non-leader side) scatter
+        _p2p([("recv", out, h.leader)])  # 5. (non-leader side) scatter, after the leaders' exchange
+        clock.mark("scatter")
         return out
     S = torch.stack([c[0] for c in all_counts])  # [G src local, W dest]: rows each local rank sends
     R = torch.stack([c[1] for c in all_counts])  # [G dest local, W src]: rows each local rank receives
     parts = [x] + [x.new_empty((int(S[m].sum()), *row)) for m in range(1, G)]
     _p2p([("recv", parts[m], h.leader + m) for m in range(1, G)])
+    clock.mark("gather")
     gathered = torch.cat(parts)  # (src local, dest node, dest local)
     # 2. layout transform: each destination node's rows contiguous, ordered (dest local, src local)
     grid = S.view(G, N, G)
@@ -116,19 +131,24 @@ def hierarchical_all_to_all_raw(x: Tensor, send: list[int], recv: list[int], h: 
     # what node b sends us, ordered (our local m, b's local l): R[m, b*G + l]
     in_grid = R.view(G, N, G).permute(1, 0, 2)  # [src node, dest local, src local]
     recv_nodes = in_grid.sum((1, 2)).tolist()
-    # 3. inter-node all-to-all among leaders
-    if N > 1:
-        incoming = outgoing.new_empty((sum(recv_nodes), *row))
-        dist.all_to_all_single(incoming, outgoing, recv_nodes, send_nodes, group=h.leader_group)
-    else:
-        incoming = outgoing
+    clock.mark("layout")
+    # 3. inter-node all-to-all among leaders (point to point, receives posted first: see _p2p)
+    incoming = outgoing.new_empty((sum(recv_nodes), *row))
+    out_chunks, in_chunks = outgoing.split(send_nodes), incoming.split(recv_nodes)
+    in_chunks[h.node].copy_(out_chunks[h.node])
+    _p2p([("recv", in_chunks[b], h.leaders[b]) for b in range(N) if b != h.node]
+         + [("send", out_chunks[b].contiguous(), h.leaders[b]) for b in range(N) if b != h.node])
+    clock.mark("exchange")
     # 4. reverse transform: (src node, dest local, src local) -> (dest local, src node, src local)
     back = incoming.index_select(0, segment_permutation(in_grid.contiguous(), (1, 0, 2)))
     # 5. scatter: local m's rows, in flat all-to-all (source rank) order
     sizes = R.sum(1).tolist()
     chunks = list(back.split(sizes))
+    clock.mark("reverse")
     _p2p([("send", chunks[m].contiguous(), h.leader + m) for m in range(1, G)])
-    return chunks[0].clone()
+    out = chunks[0].clone()
+    clock.mark("scatter")
+    return out
 
 
 class _HierarchicalAllToAll(torch.autograd.Function):

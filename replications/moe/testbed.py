@@ -42,6 +42,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 PREFIX = "moetb"  # every namespace this module creates is named moetb<pid>_<k>_<role>
 PORT = 29500  # inside the namespaces nothing else listens
+QUEUE_MS = 50  # tbf queue bound
 _counter = itertools.count()
 
 
@@ -116,6 +117,11 @@ def testbed_unavailable_reason() -> str | None:
 def _burst_kbit(rate_mbit: float) -> int:
     # tbf needs burst >= rate / HZ; 10 ms of traffic (at least 256 kbit) keeps it smooth at every rate here
     return max(256, int(rate_mbit * 10))
+
+
+def _shape(ns: str, dev: str, rate: str, burst: str) -> None:
+    """Egress of `dev` limited to `rate` by a token bucket (a 100 Mbit/s link thus queues <= QUEUE_MS)."""
+    _tc(ns, "qdisc", "add", "dev", dev, "root", "tbf", "rate", rate, "burst", burst, "latency", f"{QUEUE_MS}ms")
 
 
 class _Launcher:
@@ -251,8 +257,7 @@ class EmulatedCluster(_Launcher):
                 rate = f"{self.inter_rate_mbit}mbit"
                 burst = f"{_burst_kbit(self.inter_rate_mbit)}kbit"
                 for where, dev in ((ns, "eth0"), (br, f"v{i}")):  # node -> bridge and bridge -> node
-                    _tc(where, "qdisc", "add", "dev", dev, "root", "tbf", "rate", rate, "burst", burst,
-                        "latency", "100ms")
+                    _shape(where, dev, rate, burst)
 
     def close(self) -> None:
         """Delete every namespace of this cluster (idempotent); restores the signal handlers."""
