@@ -1,5 +1,6 @@
 """The emulated multi-node cluster (replications/moe/testbed.py): ranks land on their nodes, the inter-node
-link is shaped to its rate, and no namespace is left behind, also when a worker crashes or the creating
+link is shaped to its rate, H-A2A equals the flat all-to-all across it (N=2, G=2; G=4 in
+test_moe_hierarchical.py), and no namespace is left behind, also when a worker crashes or the creating
 process dies. Needs root + iproute2 (CI has both); skips with the reason elsewhere. LocalCluster runs anywhere.
 """
 
@@ -24,12 +25,15 @@ def test_ranks_nodes_and_shaped_link_then_nothing_left():
     mib, rate = 2.0, 100  # 2 MiB each way at 100 Mbit/s: >= 0.34 s round trip; unshaped loopback is ~100x faster
     with EmulatedCluster(nodes=2, ranks_per_node=2, inter_rate_mbit=rate) as cluster:
         assert len(our_namespaces(testbed.os.getpid())) == 3  # two nodes and the bridge
-        outs = cluster.run(WORKER, ["--mib", mib], timeout_s=90)
+        outs = cluster.run(WORKER, ["--mib", mib, "--a2a-trials", 2], timeout_s=120)
     assert [(o["rank"], o["node"], o["world"]) for o in outs] == [(0, 0, 4), (1, 0, 4), (2, 1, 4), (3, 1, 4)]
     assert all(o["sum"] == 6.0 for o in outs)  # the all-reduce really spans both namespaces
     bound = 2 * mib * 2**20 * 8 / (rate * 1e6)
     assert outs[0]["roundtrip_s"] >= 0.9 * bound, (outs[0]["roundtrip_s"], bound)
     assert our_namespaces(testbed.os.getpid()) == []
+    from tests.test_moe_hierarchical import assert_exact
+
+    assert_exact(outs, 2, 2)  # H-A2A == flat across the shaped link (N=2, G=2)
 
 
 @needs_testbed
