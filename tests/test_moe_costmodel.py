@@ -56,6 +56,18 @@ def test_a_wrong_model_is_not_recovered():
     assert close(model.alpha_inter, slow.alpha_inter, 1e-6)
 
 
+def test_fit_recovers_alpha_beta_behind_a_token_bucket_burst():
+    bursty = CostModel(TRUE.alpha_intra, TRUE.beta_intra, TRUE.alpha_inter, TRUE.beta_inter,
+                       {"100": 125_000.0, "1000": 1_250_000.0})
+    rows = synthetic(bursty, 0.0)
+    model, fitted = fit(rows, bursty.burst)
+    for link, b in TRUE.beta_inter.items():
+        assert close(model.beta_inter[link], b, 1e-6), link
+    assert max(abs(r["rel_residual"]) for r in fitted) < 1e-6
+    naive, _ = fit(rows)  # ignoring the burst underestimates the per-byte cost
+    assert naive.beta_inter["1000"] < 0.9 * TRUE.beta_inter["1000"]
+
+
 @pytest.mark.parametrize("N,G", [(2, 2), (2, 4), (4, 8)])
 def test_crossover_is_where_flat_and_hierarchical_meet(N, G):
     b_star = TRUE.crossover(N, G)
