@@ -57,5 +57,9 @@ sweep-%: venv
 bench-%: venv
 	$(PY) -m replications.$*.bench $(ARGS)
 
+# Flat vs hierarchical all-to-all on the emulated multi-node cluster (root + ip netns; results/moe/COMM_BENCHMARK.md).
+bench-moe-comm: venv
+	$(PY) -m replications.moe.bench_comm $(ARGS)
+
 clean-cache:
 	rm -rf $${REPLICATIONS_CACHE:-$$HOME/.cache/replications}

@@ -68,8 +68,9 @@ def plot_paper(paper: str, rows: list[Row], headline_models: tuple[str, ...], ou
         for h, label in zip(*ax.get_legend_handles_labels()):
             handles.setdefault(label, h)
     labels = sorted(handles, key=lambda k: k == "reference")  # datasets first, as in the panels
-    fig.legend([handles[k] for k in labels], labels, loc="lower center", ncol=min(len(labels), 6), fontsize=8,
-               frameon=False)
+    if labels:  # a paper with nothing plotted here (no metric the page shows) has no legend to draw
+        fig.legend([handles[k] for k in labels], labels, loc="lower center", ncol=min(len(labels), 6), fontsize=8,
+                   frameon=False)
     title = f"{paper}: reproduced (mean ± std over seeds) vs reference; bold: the paper's model"
     fig.suptitle(textwrap.fill(title, width=int(11 * fig_w)), fontsize=10)  # wrapped to fit narrow figures
     fig.tight_layout(rect=(0, 0.45 / height, 1, 1 - 0.35 / height))
