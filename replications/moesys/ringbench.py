@@ -169,7 +169,7 @@ def cpu_stores(model: MoEStack, folder: Path) -> tuple[dict[str, Any], Path]:
 
 
 def gpu_stores(model: MoEStack) -> dict[str, Any]:
-    host = HostStore([s.cpu() for s in model.sections])
+    host = HostStore(list(model.sections))  # pack() copies each section to host memory
     return {"host": (host, lambda: None)}
 
 
