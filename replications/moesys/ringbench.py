@@ -5,8 +5,9 @@ machine drift hits every configuration alike; the median wall time counts. Besid
 sits a MODELLED one from the fact sheet's formula, with the measured per-section times:
     k = 1:  time per pass = sum_i (compute_i + load_i)
     k >= 2: time per pass = sum_i max(compute_i, load_{(i + k - 1) mod S})
-plus the resident embedding/head time. compute_i: the resident run's per-section time; load_i: the
-k = 1 run's per-section load time (loads alone, nothing computing beside them).
+plus the resident embedding/head time. compute_i: the median per-section time of the resident runs (every
+pass of every repeat); load_i: the median per-section load time of the k = 1 runs (loads alone, nothing
+computing beside them).
 
 Storages: "storage" = the section file with its pages evicted from the page cache before each run and after
 each read (posix_fadvise DONTNEED): each load reads the storage device. "page_cache" = the same file kept in
@@ -44,11 +45,12 @@ def _sync(device: torch.device) -> None:
 
 @torch.no_grad()
 def time_resident(model: MoEStack, batches: list[torch.Tensor], device: torch.device):
-    """(wall seconds, per-section seconds of the last pass, outputs) of the fully resident model."""
+    """(wall seconds, per-section seconds of every pass [pass][section], outputs) of the fully resident model."""
     _sync(device)
-    t0, outs, per = time.perf_counter(), [], []
+    t0, outs, passes = time.perf_counter(), [], []
     for b in batches:
         x, per = model.embed_tokens(b.to(device)), []
+        passes.append(per)
         for s in model.sections:
             if device.type == "cuda":
                 e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -64,8 +66,8 @@ def time_resident(model: MoEStack, batches: list[torch.Tensor], device: torch.de
     _sync(device)
     wall = time.perf_counter() - t0
     if device.type == "cuda":
-        per = [a.elapsed_time(b) / 1e3 for a, b in per]
-    return wall, per, outs
+        passes = [[a.elapsed_time(b) / 1e3 for a, b in per] for per in passes]
+    return wall, passes, outs
 
 
 def time_ring(model: MoEStack, store: Any, k: int, batches: list[torch.Tensor], device: torch.device):
@@ -108,14 +110,14 @@ def bench(p: dict[str, Any], model: MoEStack, stores: dict[str, Any], device: to
         configs = [("resident", None, None)] + [(name, name, k) for name in stores for k in p["ks"]]
         walls: dict[str, list[float]] = {}
         logs: dict[str, list] = {}
-        resident_out, compute = None, None
+        resident_out, section_times = None, []
         time_resident(model, batches[:1], device)  # warm-up: allocator, kernels
         for r in range(p["repeats"]):
             for label, sname, k in configs:
                 key = label if k is None else f"{label}/k{k}"
                 if k is None:
                     wall, per, outs = time_resident(model, batches, device)
-                    compute = per if compute is None else [min(a, b) for a, b in zip(compute, per)]
+                    section_times += per
                     resident_out = outs
                 else:
                     store, prepare = stores[sname]
@@ -126,6 +128,7 @@ def bench(p: dict[str, Any], model: MoEStack, stores: dict[str, Any], device: to
                 walls.setdefault(key, []).append(wall)
             progress(f"  setting {batch}x{seq}: repeat {r + 1}/{p['repeats']} done")
         med = {key: statistics.median(v) for key, v in walls.items()}
+        compute = [statistics.median(p[i] for p in section_times) for i in range(S)]  # every pass, every repeat
         resident_s = med["resident"]
         other = resident_s / p["passes"] - sum(compute)  # embedding + head + Python per pass
         rows = [{"config": "resident", "storage": None, "k": None, "seconds": resident_s,
