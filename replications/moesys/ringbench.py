@@ -131,7 +131,7 @@ def bench(p: dict[str, Any], model: MoEStack, stores: dict[str, Any], device: to
         compute = [statistics.median(p[i] for p in section_times) for i in range(S)]  # every pass, every repeat
         resident_s = med["resident"]
         other = resident_s / p["passes"] - sum(compute)  # embedding + head + Python per pass
-        rows = [{"config": "resident", "storage": None, "k": None, "seconds": resident_s,
+        rows = [{"config": "resident", "storage": None, "k": None, "seconds": resident_s, "seconds_all": walls["resident"],
                  "tokens_per_s": tokens / resident_s, "modelled_tokens_per_s": None}]
         setting = {"batch": batch, "seq_len": seq, "tokens_per_pass": batch * seq, "passes": p["passes"],
                    "compute_per_section_s": compute, "other_per_pass_s": other}
@@ -146,7 +146,7 @@ def bench(p: dict[str, Any], model: MoEStack, stores: dict[str, Any], device: to
                 busy = sum(e["seconds"] for e in loads)
                 model_s = modelled_seconds(compute, load, k, S, other) * p["passes"]
                 rows.append({"config": "load_then_compute" if k == 1 else f"ring_k{k}", "storage": sname, "k": k,
-                             "seconds": med[key], "tokens_per_s": tokens / med[key],
+                             "seconds": med[key], "seconds_all": walls[key], "tokens_per_s": tokens / med[key],
                              "modelled_tokens_per_s": tokens / model_s,
                              "loads_per_pass": len(loads) / len(logs[key]) / p["passes"],
                              "read_gb_per_s": len(loads) * section_bytes / busy / 1e9 if busy else None})
