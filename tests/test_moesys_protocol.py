@@ -35,7 +35,8 @@ def test_smoke_protocol_writes_a_record(tmp_path, model):
 def _ring(exact: float, speedup: float, every: float = 1.0) -> dict:
     return {"runs": [{"metrics": {"test_exact_vs_resident": exact,
                                   "test_ring_k2_speedup_vs_load_then_compute": speedup,
-                                  "ring_k2_faster_in_every_repeat": every}}]}
+                                  "ring_k2_faster_in_every_repeat": every,
+                                  "repeats": 5.0}}]}
 
 
 def _elastic(phases: list[int], diff: float) -> dict:

@@ -12,6 +12,7 @@ Two "models" under one synthetic dataset (markov_tokens, a planted chain):
 from __future__ import annotations
 
 import math
+import statistics
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -108,11 +109,13 @@ class MoESysReplication(Replication):
             by = {(r["storage"], r["k"]): r for r in head}
             ks = [k for k in cfg.paper.protocol.ring.ks if k > 1]
             best = max(by["storage", k]["tokens_per_s"] for k in ks)
+            # paired by repeat: k = 1 and k = 2 ran next to each other in each repeat, so drift cancels
+            paired = [a / b for a, b in zip(by["storage", 1]["seconds_all"], by["storage", 2]["seconds_all"],
+                                            strict=True)]
             out = {"test_exact_vs_resident": float(s["exact"]),
-                   "test_ring_k2_speedup_vs_load_then_compute":
-                       by["storage", 2]["tokens_per_s"] / by["storage", 1]["tokens_per_s"],
-                   "ring_k2_faster_in_every_repeat":
-                       float(max(by["storage", 2]["seconds_all"]) < min(by["storage", 1]["seconds_all"])),
+                   "test_ring_k2_speedup_vs_load_then_compute": statistics.median(paired),
+                   "ring_k2_faster_in_every_repeat": float(all(x > 1 for x in paired)),
+                   "repeats": float(len(paired)),
                    "test_best_ring_fraction_of_resident": best / by[None, None]["tokens_per_s"],
                    "test_read_gb_per_s": by["storage", 1]["read_gb_per_s"]}
             for (storage, k), r in by.items():
