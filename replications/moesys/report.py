@@ -78,9 +78,12 @@ def ring_table(record: dict[str, Any]) -> list[str]:
     for s in t["settings"]:
         compute = sum(s["compute_per_section_s"]) / len(s["compute_per_section_s"])
         loads = {k: sum(v) / len(v) for k, v in s["load_per_section_s"].items()}
+        res = next(r["seconds_all"] for r in s["rows"] if r["k"] is None)
         lines += [f"**batch {s['batch']} x {s['seq_len']} tokens per pass, {s['passes']} passes** "
                   f"(measured per section: compute {compute * 1e3:.1f} ms; load alone "
-                  + ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in loads.items()) + ")", "",
+                  + ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in loads.items())
+                  + f"; the resident runs' repeats took {min(res):.2f} to {max(res):.2f} s, a spread of "
+                  f"{max(res) / min(res):.1f}x: the noise the machine's other processes put on every row)", "",
                   "| configuration | storage | measured tokens/s | modelled tokens/s | measured / modelled | "
                   "loads per pass | read GB/s (measured) |", "|---|---|---|---|---|---|---|"]
         for r in s["rows"]:
