@@ -67,5 +67,7 @@ def test_two_references_of_one_kind_are_refused(tmp_path):
 def test_every_paper_file_loads():
     from pathlib import Path
 
+    # a paper states reported numbers, or claims (a systems paper whose gains cannot be re-measured here)
     for path in sorted(Path(__file__).resolve().parents[1].glob("replications/*/paper.yaml")):
-        assert load_paper(path)["reported"], path
+        paper = load_paper(path)
+        assert paper["reported"] or paper.get("claims"), path
