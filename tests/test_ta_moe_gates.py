@@ -129,3 +129,38 @@ def test_fastermoe_gate_rejects_a_node_that_does_not_divide_the_world():
     gate, x = gate_for("fastermoe_topology", torch.tensor(FM_TOKENS), world_size=4, ranks_per_node=3)
     with pytest.raises(ValueError, match="ranks_per_node"):
         gate(x)
+
+
+def test_rank_local_routers_learn_the_ladder_a_shared_router_cannot():
+    """On the TA loss alone, each emulated rank's own router (official --gate_reduce_freq) learns to keep
+    tokens on its node; one router shared by all ranks sees the same tokens with mirrored costs and cannot."""
+    from replications.ta_moe.topology import bandwidth_matrix, topology_from_bandwidth
+
+    topo = torch.tensor(topology_from_bandwidth(bandwidth_matrix(2, 2, 8000, 400)))
+
+    def off_node_share(topology, local: bool) -> float:
+        torch.manual_seed(0)
+        gate = make_gate("topology", 8, 4, topology=topology, world_size=4, local_routers=local)
+        opt = torch.optim.Adam(gate.parameters(), lr=0.05)
+        for _ in range(60):
+            opt.zero_grad()
+            gate(torch.randn(64, 8)).aux.backward()
+            opt.step()
+        gate(torch.randn(256, 8))
+        d = gate.last_dispatch.float()  # [source rank, destination rank]; node = rank // 2
+        return float((d[:2, 2:].sum() + d[2:, :2].sum()) / d.sum())
+
+    assert off_node_share(topo, local=True) < 0.2
+    assert 0.35 < off_node_share(topo, local=False) < 0.65
+    assert 0.35 < off_node_share(None, local=True) < 0.65
+
+
+def test_average_routers_makes_the_copies_equal_again():
+    torch.manual_seed(0)
+    gate = make_gate("topology", 8, 4, world_size=2, local_routers=True)
+    assert torch.equal(gate.routers[0].weight, gate.routers[1].weight)  # the same init on every rank
+    with torch.no_grad():
+        gate.routers[1].weight.add_(1.0)
+    gate.average_routers()
+    torch.testing.assert_close(gate.routers[0].weight, gate.routers[1].weight)
+    assert all(getattr(p, "rank_local", False) for p in gate.parameters())

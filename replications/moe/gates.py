@@ -13,6 +13,7 @@ A gate maps tokens x [T, d] (and, for Hash, token ids) to a Routing. Sources, as
 
 from __future__ import annotations
 
+import copy
 import math
 
 import torch
@@ -296,7 +297,14 @@ class DTSGate(Gate):
 class _RankEmulation:
     """Gates whose statistics are per rank (TA-MoE, FasterMoE): with a process group each rank sees its own
     tokens; in one process with `world_size` W > 1 the T rows are W ranks' equal, contiguous batches (rank
-    order), each routed with its own rank's statistics -- so one process reproduces W ranks exactly."""
+    order), each routed with its own rank's statistics -- so one process reproduces W ranks exactly.
+
+    local_routers=True: every rank trains its own router (TA-MoE run.sh --gate_reduce_freq 1000: the gate's
+    gradients are not all-reduced, its parameters are averaged every that many steps; the same init on
+    every rank, broadcast at start). With a process group the router's parameters are marked `rank_local`
+    (sync_grads leaves them alone); in one process the gate holds W identical copies, rank r's rows routed
+    by copy r (`average_routers` is the periodic averaging). The emulation's gradient of copy r is 1/W of
+    rank r's own (the global loss is the ranks' mean): Adam does not see the scale, clipping slightly does."""
 
     world_size: int | None
     group: object
@@ -312,6 +320,34 @@ class _RankEmulation:
             raise ValueError(f"{T} tokens cannot be split into {W} emulated ranks' equal batches")
         n = T // W
         return W, [(r, slice(r * n, (r + 1) * n)) for r in range(W)]
+
+    def make_router(self, d_model: int, num_experts: int, local: bool) -> None:
+        self.proj = nn.Linear(d_model, num_experts)
+        self.routers = None
+        if local and world(None)[1] == 1 and (self.world_size or 1) > 1:
+            self.routers = nn.ModuleList(copy.deepcopy(self.proj) for _ in range(self.world_size))
+            self.proj = self.routers[0]
+        if local:
+            for p in self.proj.parameters() if self.routers is None else self.routers.parameters():
+                p.rank_local = True
+
+    def router_logits(self, x: Tensor, parts: list[tuple[int, slice]]) -> Tensor:
+        if self.routers is None:
+            return self.proj(x)
+        return torch.cat([self.routers[r](x[sl]) for r, sl in parts])
+
+    @torch.no_grad()
+    def average_routers(self) -> None:
+        """The periodic parameter averaging of local routers (all_reduce_gate_parameters)."""
+        if self.routers is not None:
+            for params in zip(*(r.parameters() for r in self.routers)):
+                mean = torch.stack(params).mean(0)
+                for p in params:
+                    p.copy_(mean)
+        elif getattr(self.proj.weight, "rank_local", False) and world(self.group)[1] > 1:
+            for p in self.proj.parameters():
+                torch.distributed.all_reduce(p, group=self.group)
+                p.div_(world(self.group)[1])
 
 
 def _dispatch(expert: Tensor, keep: Tensor, parts: list[tuple[int, slice]], W: int, e_loc: int) -> Tensor:
@@ -331,18 +367,18 @@ class TopologyGate(_RankEmulation, Gate):
     limit_by_capacity then prune_gate_by_capacity). Combine weights: `combine="logits"` is the code's
     (moe_layer.py multiplies the expert outputs by the raw top-k logits, no softmax); "softmax" normalises
     them over the k chosen (FastMoE's convention). `last_dispatch`: [source rank, destination rank] kept
-    assignments of the last call."""
+    assignments of the last call. local_routers: see _RankEmulation."""
 
     def __init__(self, d_model: int, num_experts: int, k: int = 2, topology: Tensor | None = None,
                  capacity_rate: tuple[float, float] = (1.2, 2.4), world_size: int | None = None,
-                 combine: str = "logits"):
+                 combine: str = "logits", local_routers: bool = False):
         super().__init__(num_experts)
         if combine not in ("logits", "softmax"):
             raise ValueError(f"unknown combine '{combine}'; valid: logits, softmax")
         self.k, self.capacity_rate, self.combine = k, tuple(capacity_rate), combine
         self.capacity_scope = "global"
-        self.proj = nn.Linear(d_model, num_experts)
         self.world_size = world_size
+        self.make_router(d_model, num_experts, local_routers)
         self.register_buffer("topology", None if topology is None else torch.as_tensor(topology, dtype=torch.float32))
         self.last_dispatch: Tensor | None = None
 
@@ -366,7 +402,7 @@ class TopologyGate(_RankEmulation, Gate):
     def forward(self, x: Tensor, token_ids: Tensor | None = None) -> Routing:
         T, E, k = x.shape[0], self.num_experts, self.k
         W, parts = self.ranks(T)
-        logits = self.proj(x)
+        logits = self.router_logits(x, parts)
         top = logits.topk(k, dim=-1)
         weight = top.values if self.combine == "logits" else F.softmax(top.values, dim=-1)
         selected = torch.ones_like(top.indices, dtype=torch.bool)
@@ -388,17 +424,17 @@ class FasterMoETopologyGate(_RankEmulation, Gate):
     off-node top-1 expert as their second choice; otherwise plain top-2. Weights: softmax over the two
     chosen logits. Loss: the GShard loss of that code over top-1 choices, E_loc^2 * mean_e(c_e * m_e), per
     rank (averaged over ranks). No capacity (its capacity limit is commented out). `ranks_per_node`: ranks
-    r*n .. r*n+n-1 form a node (FasterMoE: nw_per_node = 4)."""
+    r*n .. r*n+n-1 form a node (FasterMoE: nw_per_node = 4). local_routers: see _RankEmulation."""
 
     def __init__(self, d_model: int, num_experts: int, ranks_per_node: int, off_node_ratio: float = 0.14,
-                 world_size: int | None = None):
+                 world_size: int | None = None, local_routers: bool = False):
         super().__init__(num_experts)
         if ranks_per_node < 1 or not 0 <= off_node_ratio <= 1:
             raise ValueError(f"need ranks_per_node >= 1 and 0 <= off_node_ratio <= 1, got {ranks_per_node}, "
                              f"{off_node_ratio}")
         self.k, self.ranks_per_node, self.off_node_ratio = 2, ranks_per_node, off_node_ratio
         self.world_size = world_size
-        self.proj = nn.Linear(d_model, num_experts)
+        self.make_router(d_model, num_experts, local_routers)
         self.last_dispatch: Tensor | None = None
 
     def route_rank(self, logits: Tensor, rank: int, W: int) -> tuple[Tensor, Tensor]:
@@ -423,7 +459,7 @@ class FasterMoETopologyGate(_RankEmulation, Gate):
     def forward(self, x: Tensor, token_ids: Tensor | None = None) -> Routing:
         E = self.num_experts
         W, parts = self.ranks(x.shape[0])
-        logits = self.proj(x)
+        logits = self.router_logits(x, parts)
         expert, values, aux = [], [], 0.0
         for r, sl in parts:
             lg = logits[sl]

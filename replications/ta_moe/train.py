@@ -2,7 +2,8 @@
 layer routed as if expert-parallel over W emulated ranks, and each step's dispatch matrix recorded.
 
 One process trains the whole global batch; the gates read its rows as the W ranks' data-parallel batches
-(B / W sequences each, rank order) and route each with its own rank's statistics and topology row, so the
+(B / W sequences each, rank order) and route each with its own rank's router, statistics and topology row
+(the official run trains rank-local gates: --gate_reduce_freq 1000), so the
 routing -- and the source-rank -> destination-rank token counts -- are those of W real ranks (the EP
 invariance test checks the emulation against real gloo ranks). Multi-process training on 2 cores is too slow.
 """
@@ -51,6 +52,9 @@ def fit(cfg: DictConfig, model: GPT, train: Tensor, valid: Tensor, log) -> dict[
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), p.clip_norm)
         optimizer.step()
+        if p.gate_reduce_freq and (step + 1) % p.gate_reduce_freq == 0:  # official all_reduce_gate_parameters
+            for layer in layers:
+                layer.gate.average_routers()
         seconds += time.perf_counter() - t0
         tokens += x.numel()
         dispatch.append([layer.gate.last_dispatch.tolist() for layer in layers])
