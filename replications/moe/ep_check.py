@@ -1,12 +1,15 @@
 """Expert-parallel invariance check, launched with torchrun (gloo on CPU):
 
     torchrun --nproc_per_node=W -m replications.moe.ep_check --out result.pt [--gates switch,gshard] [--emulate W]
+        [--a2a hierarchical --ranks-per-node G] [--experts E]
 
 Every rank builds the same model (same seed), takes its 1/W slice of one global batch, runs forward and
 backward through a replicated input projection and an E-expert MoE layer, and calls sync_grads. Rank 0
 writes the global loss, the replicated gradients and every expert's gradient (gathered in expert order)
 per case (gate and options, CASES). The result must not depend on W (the topology gates, whose
 statistics are per rank by design, are compared with their one-process emulation of W ranks).
+`--a2a hierarchical` dispatches with HetuMoE's H-A2A over nodes of G ranks (replications/moe/hierarchical.py):
+the same invariance must hold. `--experts` changes E (default 4; 8 lets W = 8 run).
 `--with-buggy` adds a run that all-reduces expert gradients as well (the doubled-gradient bug; with sharded
 experts it sums different experts' gradients) so the test can show it would catch it.
 """
@@ -42,6 +45,9 @@ CASES = {  # name: (gate, options); small capacities drop tokens, in the same pl
 PER_RANK = ("topology", "fastermoe_topology")
 
 
+LAYER: dict = {}  # MoELayer options from the command line (a2a, ranks_per_node)
+
+
 def build(name: str, topo_world: int) -> MoELayer:
     kind, options = CASES[name]
     if kind == "topology":
@@ -49,7 +55,7 @@ def build(name: str, topo_world: int) -> MoELayer:
         options = {**options, "topology": (ranks[:, None] - ranks[None, :]).abs(), "world_size": topo_world}
     if kind == "fastermoe_topology":
         options = {**options, "ranks_per_node": min(options["ranks_per_node"], topo_world), "world_size": topo_world}
-    layer = MoELayer(D, H, make_gate(kind, D, E, **options), group=None)
+    layer = MoELayer(D, H, make_gate(kind, D, E, **options), group=None, **LAYER)
     if kind == "base":  # its second matrix starts at zero (fairseq): give it values, the same for every W
         full = torch.randn(E, H, D, generator=torch.Generator().manual_seed(3)) * 0.1
         with torch.no_grad():
@@ -107,8 +113,14 @@ def main() -> None:
     parser.add_argument("--out", required=True)
     parser.add_argument("--gates", default=",".join(CASES), help="case names (CASES)")
     parser.add_argument("--emulate", type=int, default=1, help="W = 1 only: run the cases as this many ranks")
+    parser.add_argument("--a2a", choices=["flat", "hierarchical"], default="flat")
+    parser.add_argument("--ranks-per-node", type=int, default=None, help="G for --a2a hierarchical")
+    parser.add_argument("--experts", type=int, default=None, help="E (default 4)")
     parser.add_argument("--with-buggy", action="store_true", help="also run switch with the doubled-gradient bug")
     args = parser.parse_args()
+    if args.experts:
+        globals()["E"] = args.experts
+    LAYER.update(a2a=args.a2a, ranks_per_node=args.ranks_per_node)
     torch.set_num_threads(1)
     dist.init_process_group("gloo")
     results = {name: run_gate(name, False, args.emulate) for name in args.gates.split(",")}

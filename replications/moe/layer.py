@@ -148,12 +148,19 @@ def grouped_ffn(h: Tensor, counts: Tensor, w1: Tensor, b1: Tensor, w2: Tensor, b
 
 
 class MoELayer(nn.Module):
-    def __init__(self, d_model: int, d_hidden: int, gate: Gate, group=None):
+    def __init__(self, d_model: int, d_hidden: int, gate: Gate, group=None, a2a: str = "flat",
+                 ranks_per_node: int | None = None):
         super().__init__()
         rank, W = world(group)
         E = gate.num_experts
         if E % W:
             raise ValueError(f"{E} experts cannot be split over {W} expert-parallel ranks")
+        # a2a="hierarchical": HetuMoE's H-A2A over nodes of ranks_per_node ranks (default: LOCAL_WORLD_SIZE)
+        if a2a not in ("flat", "hierarchical"):
+            raise ValueError(f"a2a must be 'flat' or 'hierarchical', got {a2a!r}")
+        if a2a == "hierarchical" and group is not None:
+            raise ValueError("a2a='hierarchical' runs over the default process group (group=None)")
+        self.a2a, self.ranks_per_node = a2a, ranks_per_node
         self.d_model, self.num_experts, self.local_experts, self.rank, self.world = d_model, E, E // W, rank, W
         self.gate, self.group = gate, group
         gate.group = group
@@ -214,13 +221,19 @@ class MoELayer(nn.Module):
         recv_m = torch.empty_like(send_m)
         dist.all_to_all_single(recv_m, send_m.contiguous(), group=self.group)  # [src rank, local expert]
         send, recv = send_m.sum(1).tolist(), recv_m.sum(1).tolist()
-        got = all_to_all(h, send, recv, self.group)  # ordered (source rank, local expert)
+        got = self._all_to_all(h, send, recv)  # ordered (source rank, local expert)
         local = torch.repeat_interleave(torch.arange(L, device=got.device).repeat(W), recv_m.reshape(-1))
         perm = torch.argsort(local, stable=True)  # -> (local expert, source rank)
         out = grouped_ffn(got.index_select(0, perm), recv_m.sum(0), self.w1, self.b1, self.w2, self.b2,
                           norm=self._norm())
         back = torch.empty_like(out).index_copy(0, perm, out)  # undo the permutation
-        return all_to_all(back, recv, send, self.group)
+        return self._all_to_all(back, recv, send)
+
+    def _all_to_all(self, x: Tensor, send: list[int], recv: list[int]) -> Tensor:
+        if self.a2a == "hierarchical":
+            from replications.moe.hierarchical import hierarchical_all_to_all, local_world_size
+            return hierarchical_all_to_all(x, send, recv, self.ranks_per_node or local_world_size())
+        return all_to_all(x, send, recv, self.group)
 
 
 def sync_grads(model: nn.Module, group=None) -> None:

@@ -1,0 +1,51 @@
+"""A tiny worker for the emulated cluster's own tests (`tests/test_moe_testbed.py`).
+
+    --mode info   every rank emits (rank, world, node, the sum of all ranks) and the time to send
+                  `--mib` MiB from rank 0 to the first rank of the last node and back
+    --mode crash  rank `--crash-rank` exits with status 3 before joining the process group
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--mode", choices=["info", "crash"], default="info")
+    parser.add_argument("--crash-rank", type=int, default=1)
+    parser.add_argument("--mib", type=float, default=0.0)
+    args = parser.parse_args()
+    if args.mode == "crash" and int(os.environ["RANK"]) == args.crash_rank:
+        sys.exit(3)  # before importing torch: the crash is seen at once
+    import torch
+    import torch.distributed as dist
+
+    from replications.moe.testbed import worker_emit, worker_init
+
+    rank, world, node = worker_init(timeout_s=30)
+    total = torch.tensor([float(rank)])
+    dist.all_reduce(total)
+    seconds = None
+    peer = world - int(os.environ.get("LOCAL_WORLD_SIZE", world))  # first rank of the last node
+    if args.mib > 0 and peer > 0 and rank in (0, peer):
+        buf = torch.zeros(int(args.mib * 2**20) // 4)
+        other = peer if rank == 0 else 0
+        start = time.perf_counter()
+        if rank == 0:
+            dist.send(buf, other)
+            dist.recv(buf, other)
+        else:
+            dist.recv(buf, other)
+            dist.send(buf, other)
+        seconds = time.perf_counter() - start
+    dist.barrier()
+    worker_emit({"rank": rank, "world": world, "node": node, "sum": float(total), "roundtrip_s": seconds})
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
