@@ -167,7 +167,10 @@ def table(records: dict[str, dict[str, Any]], checks: list[dict[str, Any]], repl
                   f"{tb['nodes']} nodes x {tb['ranks_per_node']} gloo ranks in network namespaces, inter-node links "
                   f"shaped to {tb['inter_rate_mbit']:.0f} Mbit/s, intra-node loopback; the last "
                   f"{replay['steps_per_seed']} steps of every seed, both layers, dispatch + combine "
-                  "(results/ta_moe/replay.json).", "",
+                  "(results/ta_moe/replay.json). Measured link rates on the testbed (16 MiB ping-pong): intra "
+                  f"{replay['measured_mbit']['intra']:.0f} Mbit/s, inter {replay['measured_mbit']['inter']:.0f} Mbit/s "
+                  f"(the training's topology matrix used intra {cluster['intra_mbit']:.0f} / inter "
+                  f"{cluster['inter_mbit']:.0f}, source: {cluster['source']}).", "",
                   "| arm | values per token | recorded dispatches | mean ms | median ms |", "|---|---|---|---|---|"]
         for row in replay["rows"]:
             lines.append(f"| {row['arm']} | {row['d_model']} | {row['matrices']} | {row['mean_ms']:.2f} | "

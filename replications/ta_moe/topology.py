@@ -39,7 +39,8 @@ def topology_from_bandwidth(B: list[list[float]]) -> list[list[float]]:
 
 def measured_bandwidths(path: Path) -> dict[str, Any] | None:
     """{intra_mbit, inter_mbit, source} from a committed comm benchmark, None when it is not there.
-    Expected fields (results/moe/comm_benchmark.json): `measured_mbit: {intra, inter}`."""
+    Expected field: `measured_mbit: {intra, inter}` (results/ta_moe/links.json, written by
+    `python -m replications.ta_moe.replay --measure-only`)."""
     if not path.exists():
         return None
     record = json.loads(path.read_text())
