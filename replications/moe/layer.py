@@ -43,55 +43,6 @@ class _GroupedMM(torch.autograd.Function):
         return gx, gw, None
 
 
-class _SegmentFFN(torch.autograd.Function):
-    """CPU expert FFN over rows sorted by expert: Linear -> GELU -> Linear, one GEMM per expert and matrix
-    with its bias fused (addmm written straight into that expert's rows of one output buffer) -- the same
-    per-expert GEMMs CPU's torch._grouped_mm runs internally, without a separate [N, h] bias gather and add
-    per matrix, their scatter-add backward, or autograd bookkeeping between them. Backward computes only the
-    gradients autograd asks for, each expert's bias gradient as a row sum of its slice."""
-
-    @staticmethod
-    def forward(ctx, h: Tensor, w1: Tensor, b1: Tensor, w2: Tensor, b2: Tensor, segments: list) -> Tensor:
-        a = h.new_empty(h.shape[0], w1.shape[2])
-        for e, s, t in segments:
-            torch.addmm(b1[e], h[s:t], w1[e], out=a[s:t])
-        z = F.gelu(a)
-        out = h.new_empty(h.shape[0], w2.shape[2])
-        for e, s, t in segments:
-            torch.addmm(b2[e], z[s:t], w2[e], out=out[s:t])
-        ctx.save_for_backward(h, w1, w2, a, z)
-        ctx.segments = segments
-        return out
-
-    @staticmethod
-    def backward(ctx, grad: Tensor):
-        h, w1, w2, a, z = ctx.saved_tensors
-        need = ctx.needs_input_grad
-        grad = grad.contiguous()
-        gz = grad.new_empty(z.shape)
-        gw1, gb1, gw2, gb2 = (torch.empty_like(t) for t in (w1, w1[:, 0], w2, w2[:, 0]))
-        idle = sorted(set(range(w1.shape[0])) - {e for e, _, _ in ctx.segments})
-        for t in (gw1, gb1, gw2, gb2):  # experts without tokens: zero gradient (the others are overwritten)
-            t[idle] = 0
-        for e, s, t in ctx.segments:
-            torch.mm(grad[s:t], w2[e].t(), out=gz[s:t])
-            if need[3]:
-                torch.mm(z[s:t].t(), grad[s:t], out=gw2[e])
-            if need[4]:
-                torch.sum(grad[s:t], 0, out=gb2[e])
-        ga = torch.ops.aten.gelu_backward(gz, a)
-        gh = grad.new_empty(h.shape) if need[0] else None
-        for e, s, t in ctx.segments:
-            if need[1]:
-                torch.mm(h[s:t].t(), ga[s:t], out=gw1[e])
-            if need[2]:
-                torch.sum(ga[s:t], 0, out=gb1[e])
-            if gh is not None:
-                torch.mm(ga[s:t], w1[e].t(), out=gh[s:t])
-        return (gh, gw1 if need[1] else None, gb1 if need[2] else None, gw2 if need[3] else None,
-                gb2 if need[4] else None, None)
-
-
 def _grouped_mm_works() -> bool:
     """torch._grouped_mm is private; use it only where it runs and agrees with a plain matmul.
     (On CPU it needs row strides that are multiples of 16 bytes: d and h divisible by 4 in fp32.)"""
@@ -112,8 +63,7 @@ def grouped_ffn(h: Tensor, counts: Tensor, w1: Tensor, b1: Tensor, w2: Tensor, b
 
     norm = (gain [E, d], bias [E, d]): each expert's LayerNorm affine, applied to rows already normalised
     (BASE's per-expert LayerNorm; the normalisation itself needs no parameters, so it runs before dispatch).
-    Default: one grouped matmul per FFN matrix over the sorted rows (no padding; on CPU the per-expert GEMMs
-    with fused biases, `_SegmentFFN`, which is what the CPU grouped kernel runs per group anyway). Fallback
+    Default: one grouped matmul per FFN matrix over the sorted rows (no padding). Fallback
     (padded=True or no torch._grouped_mm): a batched matmul over a [E, C_max, d] buffer."""
     E = counts.shape[0]
     extra = [] if norm is None else list(norm)
@@ -131,10 +81,6 @@ def grouped_ffn(h: Tensor, counts: Tensor, w1: Tensor, b1: Tensor, w2: Tensor, b
     else:  # CUDA kernel: bf16, rows 16-byte aligned
         grouped = GROUPED_MM and h.dtype == torch.bfloat16 and h.shape[1] % 8 == 0 and w1.shape[2] % 8 == 0
     if grouped if padded is None else not padded:
-        if kind == "cpu":
-            ends = counts.cumsum(0).tolist()
-            segments = [(e, end - n, end) for e, (n, end) in enumerate(zip(counts.tolist(), ends)) if n]
-            return _SegmentFFN.apply(h.contiguous(), w1, b1, w2, b2, segments)
         offs = counts.cumsum(0).to(torch.int32)
         z = F.gelu(_GroupedMM.apply(h.contiguous(), w1, offs) + b1.index_select(0, expert))
         return _GroupedMM.apply(z, w2, offs) + b2.index_select(0, expert)
