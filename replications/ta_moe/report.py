@@ -88,6 +88,8 @@ def claim_checks(records: dict[str, dict[str, Any]], replay: dict[str, Any] | No
             check.update(difference=d, margin=margin)
             check["status"] = ("inconclusive" if d is None else "direction supported" if d["ci95"][1] < margin
                                else "contradicted" if d["ci95"][0] > margin else "inconclusive")
+            if d is not None and check["status"] == "inconclusive" and d["ci95"][0] > 0:
+                check["note"] = "TA-MoE is worse than GShard (interval above 0), by more or less than the margin: undecided"
         elif claim["id"] == "ladder":
             d = paired(ta, gs, "off_node_fraction_last10pct")
             check["difference"] = d
@@ -159,6 +161,8 @@ def table(records: dict[str, dict[str, Any]], checks: list[dict[str, Any]], repl
                                  f"(x{v['ratio']:.2f}, p={v['p_two_sided']:.2g})" for w, v in c["replay"].items())
         if c.get("why"):
             measured = c["why"]
+        if c.get("note"):
+            measured += f"; {c['note']}"
         lines.append(f"| {c['claim']} | {c['source']} ({'yes' if c['verified'] else 'no'}) | {c['tested_as']} | "
                      f"{measured} | **{c['status']}** |")
     if replay is not None:
