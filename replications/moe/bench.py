@@ -8,7 +8,8 @@ input requires grad, so both compute the input gradient (a leaf input without gr
 autograd skip one of its three matmuls while still being credited for it). Writes results/moe/BENCHMARK.md and
 results/moe/benchmark.json. Threads: $BENCH_THREADS (default 1); the machine's load is recorded, since
 other jobs share these cores. If results/moe/benchmark_before.json exists (an earlier commit's
-benchmark.json), the table shows its FLOP-rate ratio beside this run's (before/after).
+benchmark.json, optionally with a `note` on what it was), the table shows its FLOP-rate ratio beside this
+run's (before/after).
 """
 
 from __future__ import annotations
@@ -122,8 +123,9 @@ def markdown(record: dict, baseline: dict | None = None) -> str:
     ]
     if baseline:
         benv = baseline["environment"]
-        lines.append(f"Before: the same benchmark at commit {benv['git_commit'][:7]} (dirty: {benv['git_dirty']}), "
-                     f"load average after it {', '.join(f'{v:.1f}' for v in baseline['load_average_after'])}.")
+        lines.append(f"Before (results/moe/benchmark_before.json): commit {benv['git_commit'][:7]} (dirty: "
+                     f"{benv['git_dirty']}), load average after it "
+                     f"{', '.join(f'{v:.1f}' for v in baseline['load_average_after'])}. {baseline.get('note', '')}".rstrip())
     head = ("| gate | E | k | expert hidden | kept / tokens | MoE tok/s | dense tok/s | MoE GFLOP/s | dense GFLOP/s "
             "| FLOP-rate ratio |")
     lines += ["", head + (" ratio before |" if baseline else ""),
