@@ -65,12 +65,32 @@ def learnt_dispatch(record: dict[str, Any]) -> list[list[float]]:
     return np.mean(np.array(mats), axis=0).tolist()
 
 
+def modelled_link_ms(record: dict[str, Any], links: dict[str, float], width: int = 1024, steps: int = 50) -> float:
+    """A model, not a measurement: mean over the last `steps` recorded dispatches (every seed, both layers) of
+    the slowest node link's time, bytes over the link / the measured inter-node rate, for dispatch + combine
+    with `width` fp32 values per token (each node's full-duplex NIC carries what its ranks send off-node)."""
+    rpn = record["config"]["paper"]["protocol"]["cluster"]["ranks_per_node"]
+    times = []
+    for run in record["runs"]:
+        for step in run["train"]["dispatch"][-steps:]:
+            for m in step:
+                m = np.array(m, dtype=float)
+                W = m.shape[0]
+                node = np.arange(W) // rpn
+                out = [m[node == n][:, node != n].sum() for n in range(W // rpn)]
+                inn = [m[node != n][:, node == n].sum() for n in range(W // rpn)]
+                link_bytes = max(out + inn) * width * 4
+                times.append(2 * link_bytes * 8 / (links["inter"] * 1e6))
+    return 1e3 * float(np.mean(times))
+
+
 def replay_rows(root: Path) -> dict[str, Any] | None:
     path = root / "ta_moe" / "replay.json"
     return json.loads(path.read_text()) if path.exists() else None
 
 
-def claim_checks(records: dict[str, dict[str, Any]], replay: dict[str, Any] | None) -> list[dict[str, Any]]:
+def claim_checks(records: dict[str, dict[str, Any]], replay: dict[str, Any] | None,
+                 links: dict[str, float] | None = None) -> list[dict[str, Any]]:
     paper = yaml.safe_load(PAPER.read_text())
     ta, gs = records.get("ta_moe"), records.get("gshard")
     out = []
@@ -96,9 +116,11 @@ def claim_checks(records: dict[str, dict[str, Any]], replay: dict[str, Any] | No
             check["status"] = ("inconclusive" if d is None else "direction supported" if d["ci95"][1] < 0
                                else "contradicted" if d["ci95"][0] > 0 else "inconclusive")
         elif claim["id"] == "a2a":
+            if links is not None:
+                check["modelled_ms_h1024"] = {arm: modelled_link_ms(r, links) for arm, r in records.items()}
             if replay is None:
                 check["status"] = "not run"
-                check["why"] = "no results/ta_moe/replay.json yet (python -m replications.ta_moe.replay)"
+                check["why"] = "the replay (python -m replications.ta_moe.replay) has not run"
             else:
                 by = {(r["arm"], r["d_model"]): r for r in replay["rows"]}
                 widths = sorted({r["d_model"] for r in replay["rows"]})
@@ -165,6 +187,10 @@ def table(records: dict[str, dict[str, Any]], checks: list[dict[str, Any]], repl
             measured = c["why"]
         if c.get("note"):
             measured += f"; {c['note']}"
+        if c.get("modelled_ms_h1024"):
+            measured += ("; modelled, not measured (bytes over the slowest node link / measured inter rate, "
+                         "H=1024, dispatch + combine): " +
+                         ", ".join(f"{a} {v:.1f} ms" for a, v in c["modelled_ms_h1024"].items()))
         lines.append(f"| {c['claim']} | {c['source']} ({'yes' if c['verified'] else 'no'}) | {c['tested_as']} | "
                      f"{measured} | **{c['status']}** |")
     if replay is not None:
@@ -239,7 +265,9 @@ def main(argv: list[str]) -> int:
         print(f"no complete ta_moe results under {folder}", file=sys.stderr)
         return 1
     replay = replay_rows(root)
-    checks = claim_checks(records, replay)
+    links_file = root / "ta_moe" / "links.json"
+    links = json.loads(links_file.read_text())["measured_mbit"] if links_file.exists() else None
+    checks = claim_checks(records, replay, links)
     write_text_atomic(root / "ta_moe" / "wikitext2_table.md", table(records, checks, replay))
     write_json_atomic(root / "ta_moe" / "wikitext2_claims.json", {"checks": checks})
     write_json_atomic(root / "ta_moe" / "wikitext2_dispatch.json",
