@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from replications.evomoe import data
+from replications.moe import wikitext as data
 from shared.data import DataError
 from tests.conftest import needs_mirror
 

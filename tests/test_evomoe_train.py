@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from replications.evomoe import REPLICATION, report
-from replications.evomoe.data import Corpus
 from replications.evomoe.train import diversify, fit
+from replications.moe.wikitext import Corpus
 from shared.runner import run
 from shared.seeding import seed_everything
 from tests.conftest import compose_cfg, needs_mirror

@@ -258,23 +258,7 @@ def test_temperature_schedules():
         temperature(0, "linear", 0.1, 0.5, 100)
 
 
-def test_topology_loss_weights_each_destination_rank():
-    logits = torch.tensor([[3.0, 2.0, 0.0, 0.0], [0.0, 0.0, 3.0, 2.0], [3.0, 0.0, 2.0, 0.0]])
-    topo = torch.tensor([[0.0, 1.0], [1.0, 0.0]])  # rank 0 -> rank 1 is the costly link
-    gate, x = gate_for("topology", logits, k=2, topology=topo, world_size=2)
-    r = gate(x)
-    c = torch.tensor([2.0, 1.0, 2.0, 1.0]) / 3  # every top-2 selection counted: sum c = k
-    assert float(c.sum()) == pytest.approx(2)
-    m = torch.softmax(logits, 1).mean(0)
-    s = torch.softmax(topo[0], 0) * 4
-    want = 2 ** 2 * (c * s.repeat_interleave(2) * m).mean()  # E_loc^2 * mean_e(c_e s_e m_e)
-    torch.testing.assert_close(r.aux, want)
-    plain, _ = gate_for("topology", logits, k=2, world_size=2)
-    torch.testing.assert_close(plain(x).aux, 4 * (c * m).mean())
-    torch.testing.assert_close(r.weight, torch.softmax(logits.topk(2).values, 1))
-    assert math.ceil(1.2 * 3) == 4 and r.keep.all()  # capacity ceil(1.2 S) never binds here
-    with pytest.raises(ValueError, match="2x2"):
-        gate_for("topology", logits, topology=torch.zeros(3, 3), world_size=2)[0](x)
+# The topology gates (TA-MoE, FasterMoE): tests/test_ta_moe_gates.py
 
 
 def test_unknown_gate_and_bad_shapes_are_refused():

@@ -31,7 +31,9 @@ def loop_reference(layer: MoELayer, x: torch.Tensor, ids=None) -> torch.Tensor:
 
 @pytest.mark.parametrize("kind,kw", [("switch", {"capacity_factor": 0.5}), ("gshard", {}), ("ktop1", {"k": 2}),
                                      ("sam", {"group_size": 2}), ("base", {}), ("hash", {"vocab_size": 30}),
-                                     ("dts", {}), ("topology", {"world_size": 1})])
+                                     ("dts", {}), ("topology", {"world_size": 1}),
+                                     ("topology", {"world_size": 2, "capacity_rate": (0.3, 0.6)}),
+                                     ("fastermoe_topology", {"world_size": 4, "ranks_per_node": 2})])
 def test_layer_matches_a_per_token_loop(kind, kw):
     torch.manual_seed(0)
     layer = MoELayer(6, 10, make_gate(kind, 6, 4, **kw))

@@ -8,9 +8,10 @@ from typing import Any
 import torch
 from omegaconf import DictConfig, OmegaConf
 
-from replications.evomoe import data as wdata
-from replications.evomoe.model import GPT
-from replications.evomoe.train import fit, perplexity
+from replications.evomoe.train import fit
+from replications.moe import wikitext as wdata
+from replications.moe.lm import GPT
+from replications.moe.lmtrain import perplexity
 from shared.replication import LogFn, Replication
 from shared.runner import result_path
 

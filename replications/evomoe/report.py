@@ -73,9 +73,9 @@ def bigram_floor(records: dict[str, dict[str, Any]]) -> dict[str, float] | None:
     """The count-based bigram's valid/test perplexity (ngram.py) fitted on exactly the training tokens the
     models read (batchify streams, steps x seq_len + 1 tokens each), plus its test PPL on the full train
     set; None without the data."""
-    from replications.evomoe import data as wdata
     from replications.evomoe.ngram import kneser_ney_bigram_ppl
-    from replications.evomoe.train import batchify
+    from replications.moe import wikitext as wdata
+    from replications.moe.lmtrain import batchify
     from shared.data import DataError
 
     try:

@@ -14,56 +14,17 @@ from __future__ import annotations
 
 import math
 import time
-from contextlib import nullcontext
 from typing import Any
 
 import torch
 from omegaconf import DictConfig
 from torch import Tensor
 
-from replications.evomoe.model import GPT
 from replications.moe.gates import DTSGate
+from replications.moe.lm import GPT
+from replications.moe.lmtrain import autocast, batchify, lr_at, perplexity
 from replications.moe.schedule import temperature
 from shared.config_check import given
-
-
-def autocast(device: torch.device, precision: str):
-    """bf16 autocast (the GPU protocol) or full fp32 (the CPU protocol)."""
-    if precision == "bf16":
-        return torch.autocast(device.type, dtype=torch.bfloat16)
-    if precision != "fp32":
-        raise ValueError(f"unknown precision '{precision}'; valid: fp32, bf16")
-    return nullcontext()
-
-
-def batchify(stream: Tensor, batch_size: int) -> Tensor:
-    n = stream.numel() // batch_size
-    return stream[: n * batch_size].view(batch_size, n)
-
-
-@torch.no_grad()
-def perplexity(model: GPT, stream: Tensor, seq_len: int, batch: int = 32, max_tokens: int | None = None,
-               precision: str = "fp32") -> float:
-    """exp(mean NLL) over consecutive, non-overlapping windows of seq_len+1 tokens (no carried context)."""
-    model.eval()
-    device = next(model.parameters()).device
-    s = stream if max_tokens is None else stream[: max_tokens + 1]
-    n_win = (s.numel() - 1) // seq_len
-    x = s[: n_win * seq_len].view(n_win, seq_len)
-    y = s[1: n_win * seq_len + 1].view(n_win, seq_len)
-    total = 0.0
-    for i in range(0, n_win, batch):
-        with autocast(device, precision):
-            nll, _ = model(x[i:i + batch].to(device), y[i:i + batch].to(device))
-        total += float(nll) * x[i:i + batch].numel()
-    model.train()
-    return math.exp(total / x.numel())
-
-
-def lr_at(step: int, total: int, warmup: int, peak: float) -> float:
-    if step < warmup:
-        return peak * (step + 1) / warmup
-    return peak * max(0.0, (total - step) / max(1, total - warmup))
 
 
 def diversify(model: GPT, optimizer: torch.optim.Optimizer, noise: float, gen: torch.Generator) -> None:

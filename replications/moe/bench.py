@@ -3,13 +3,18 @@
 Every MoE row is compared with a dense FFN of the same per-token expert FLOPs (hidden = k * h for a top-k
 gate with expert hidden h), on the same tokens. FLOP rate = matmul FLOPs actually done (experts on the
 tokens they kept, gate projection; forward x 3 for forward+backward) / median wall time. The ratio
-MoE rate / dense rate is what the issue asks to be >= 0.8. Writes results/moe/BENCHMARK.md and
+MoE rate / dense rate is what the issue asks to be >= 0.8. Both run as they would inside a network: the
+input requires grad, so both compute the input gradient (a leaf input without grad lets the dense FFN's
+autograd skip one of its three matmuls while still being credited for it). Writes results/moe/BENCHMARK.md and
 results/moe/benchmark.json. Threads: $BENCH_THREADS (default 1); the machine's load is recorded, since
-other jobs share these cores.
+other jobs share these cores. If results/moe/benchmark_before.json exists (an earlier commit's
+benchmark.json, optionally with a `note` on what it was), the table shows its FLOP-rate ratio beside this
+run's (before/after).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import statistics
 import sys
@@ -41,6 +46,7 @@ class Dense(nn.Module):
 
 def one_pass(module: nn.Module, x: torch.Tensor, ids: torch.Tensor) -> float:
     module.zero_grad(set_to_none=True)
+    x.grad = None
     t0 = time.perf_counter()
     y, aux = module(x, ids)
     (y.square().mean() + 0.01 * aux).backward()
@@ -61,7 +67,7 @@ def timed_pair(moe: nn.Module, dense: nn.Module, x: torch.Tensor, ids: torch.Ten
 def main() -> int:
     torch.set_num_threads(int(os.environ.get("BENCH_THREADS", "1")))
     torch.manual_seed(0)
-    x = torch.randn(TOKENS, D)
+    x = torch.randn(TOKENS, D, requires_grad=True)  # as inside a network: the input gradient is needed
     ids = torch.randint(0, 33278, (TOKENS,))
     rows = []
     for kind, E, kw in CASES:
@@ -92,14 +98,17 @@ def main() -> int:
     record = {"threads": torch.get_num_threads(), "reps": REPS, "load_average_after": load,
               "environment": environment(), "rows": rows}
     out = ROOT / "results" / "moe"
+    before = out / "benchmark_before.json"
+    baseline = json.loads(before.read_text()) if before.exists() else None
     write_json_atomic(out / "benchmark.json", record)
-    write_text_atomic(out / "BENCHMARK.md", markdown(record))
+    write_text_atomic(out / "BENCHMARK.md", markdown(record, baseline))
     print(f"wrote {out / 'BENCHMARK.md'}")
     return 0
 
 
-def markdown(record: dict) -> str:
+def markdown(record: dict, baseline: dict | None = None) -> str:
     env = record["environment"]
+    before = {(r["gate"], r["experts"]): r for r in (baseline or {}).get("rows", [])}
     lines = [
         "# MoE layer vs dense FFN: forward+backward throughput on CPU",
         "",
@@ -107,18 +116,28 @@ def markdown(record: dict) -> str:
         f"median of {record['reps']} alternating MoE/dense passes; "
         f"{TOKENS} tokens, d_model {D}; machine load average after the run: "
         f"{', '.join(f'{v:.1f}' for v in record['load_average_after'])} on {os.cpu_count()} cores, i.e. shared).",
-        f"CPU: {env['hardware']['cpu']}. "
+        f"CPU: {env['hardware']['cpu']}. Commit {env['git_commit'][:7]} (dirty: {env['git_dirty']}). "
         "Each MoE layer is compared with a dense FFN of the same per-token expert FLOPs (hidden = k x expert hidden).",
         "FLOP rate counts the matmuls actually done (kept tokens x experts, plus the gate projection). Target: ratio >= 0.80.",
-        "",
-        "| gate | E | k | expert hidden | kept / tokens | MoE tok/s | dense tok/s | MoE GFLOP/s | dense GFLOP/s "
-        "| FLOP-rate ratio |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "The input requires grad (as inside a network), so both sides compute the input gradient.",
     ]
+    if baseline:
+        benv = baseline["environment"]
+        lines.append(f"Before (results/moe/benchmark_before.json): commit {benv['git_commit'][:7]} (dirty: "
+                     f"{benv['git_dirty']}), load average after it "
+                     f"{', '.join(f'{v:.1f}' for v in baseline['load_average_after'])}. {baseline.get('note', '')}".rstrip())
+    head = ("| gate | E | k | expert hidden | kept / tokens | MoE tok/s | dense tok/s | MoE GFLOP/s | dense GFLOP/s "
+            "| FLOP-rate ratio |")
+    lines += ["", head + (" ratio before |" if baseline else ""),
+              "|---|---|---|---|---|---|---|---|---|---|" + ("---|" if baseline else "")]
     for r in record["rows"]:
-        lines.append(f"| {r['gate']} | {r['experts']} | {r['k']} | {r['expert_hidden']} | "
-                     f"{r['kept_assignments']}/{r['tokens']} | {r['moe_tokens_per_s']:.0f} | {r['dense_tokens_per_s']:.0f} | "
-                     f"{r['moe_gflops']:.2f} | {r['dense_gflops']:.2f} | {r['flop_rate_ratio']:.2f} |")
+        row = (f"| {r['gate']} | {r['experts']} | {r['k']} | {r['expert_hidden']} | "
+               f"{r['kept_assignments']}/{r['tokens']} | {r['moe_tokens_per_s']:.0f} | {r['dense_tokens_per_s']:.0f} | "
+               f"{r['moe_gflops']:.2f} | {r['dense_gflops']:.2f} | {r['flop_rate_ratio']:.2f} |")
+        if baseline:
+            b = before.get((r["gate"], r["experts"]))
+            row += f" {b['flop_rate_ratio']:.2f} |" if b else " - |"
+        lines.append(row)
     return "\n".join(lines) + "\n"
 
 

@@ -6,8 +6,8 @@
 Every rank builds the same model (same seed), takes its 1/W slice of one global batch, runs forward and
 backward through a replicated input projection and an E-expert MoE layer, and calls sync_grads. Rank 0
 writes the global loss, the replicated gradients and every expert's gradient (gathered in expert order)
-per case (gate and options, CASES). The result must not depend on W (the topology gate, whose
-statistics and capacity are per rank by design, is compared with a one-process emulation of W ranks).
+per case (gate and options, CASES). The result must not depend on W (the topology gates, whose
+statistics are per rank by design, are compared with their one-process emulation of W ranks).
 `--a2a hierarchical` dispatches with HetuMoE's H-A2A over nodes of G ranks (replications/moe/hierarchical.py):
 the same invariance must hold. `--experts` changes E (default 4; 8 lets W = 8 run).
 `--with-buggy` adds a run that all-reduces expert gradients as well (the doubled-gradient bug; with sharded
@@ -39,8 +39,10 @@ CASES = {  # name: (gate, options); small capacities drop tokens, in the same pl
     "hash": ("hash", {"vocab_size": VOCAB}),
     "dts": ("dts", {}),  # soft phase: Gumbel noise, dynamic number of experts
     "dts_hard": ("dts", {}),  # hard phase: top-1 of the Gumbel sample
-    "topology": ("topology", {"capacity_rate": (0.3, 0.6)}),  # local statistics and capacity: see emulate
+    "topology": ("topology", {"capacity_rate": (0.3, 0.6)}),  # per-rank statistics: see emulate
+    "fastermoe_topology": ("fastermoe_topology", {"ranks_per_node": 2, "off_node_ratio": 0.25}),
 }
+PER_RANK = ("topology", "fastermoe_topology")
 
 
 LAYER: dict = {}  # MoELayer options from the command line (a2a, ranks_per_node)
@@ -51,6 +53,8 @@ def build(name: str, topo_world: int) -> MoELayer:
     if kind == "topology":
         ranks = torch.arange(topo_world, dtype=torch.float32)
         options = {**options, "topology": (ranks[:, None] - ranks[None, :]).abs(), "world_size": topo_world}
+    if kind == "fastermoe_topology":
+        options = {**options, "ranks_per_node": min(options["ranks_per_node"], topo_world), "world_size": topo_world}
     layer = MoELayer(D, H, make_gate(kind, D, E, **options), group=None, **LAYER)
     if kind == "base":  # its second matrix starts at zero (fairseq): give it values, the same for every W
         full = torch.randn(E, H, D, generator=torch.Generator().manual_seed(3)) * 0.1
@@ -63,9 +67,8 @@ def build(name: str, topo_world: int) -> MoELayer:
 
 
 def run_gate(name: str, buggy: bool, emulate: int = 1) -> dict[str, torch.Tensor]:
-    """emulate > 1 (W = 1 only): the topology gate keeps each rank's own statistics and capacity, so a
-    single process reproduces W ranks by running the `emulate` slices one after another as ranks 0..W-1
-    (gate.rank) and averaging their losses; W real ranks must give the same loss and gradients."""
+    """emulate > 1 (W = 1 only): the per-rank gates (PER_RANK) read one process's batch as `emulate` ranks'
+    batches (their world_size); W real ranks must give the same loss and gradients."""
     rank, W = dist.get_rank(), dist.get_world_size()
     torch.manual_seed(0)
     proj = nn.Linear(D, D)
@@ -74,18 +77,14 @@ def run_gate(name: str, buggy: bool, emulate: int = 1) -> dict[str, torch.Tensor
     g = torch.Generator().manual_seed(1)
     x, target = torch.randn(TOKENS, D, generator=g), torch.randn(TOKENS, D, generator=g)
     ids = torch.randint(0, VOCAB, (TOKENS,), generator=g)
-    parts = [rank] if emulate == 1 else range(emulate)
-    n = max(W, emulate)
-    loss, aux0, dropped0 = 0.0, None, None
-    for r in parts:
-        sl = slice(r * TOKENS // n, (r + 1) * TOKENS // n)
-        if emulate > 1:
-            layer.gate.rank = r
-        y, aux = layer(proj(x[sl]), ids[sl])
-        # each rank: mean over its own tokens, as in DDP
-        loss = loss + (((y - target[sl]) ** 2).mean() + 0.1 * aux) / len(parts)
-        if aux0 is None:
-            aux0, dropped0 = aux.detach(), layer.last_stats["dropped_fraction"]
+    sl = slice(rank * TOKENS // W, (rank + 1) * TOKENS // W)
+    y, aux = layer(proj(x[sl]), ids[sl])
+    # each rank: mean over its own tokens, as in DDP (one process emulating equal ranks: the same mean)
+    loss = ((y - target[sl]) ** 2).mean() + 0.1 * aux
+    mean_aux = aux.detach().clone()  # per-rank gates: each rank's own loss; compare their mean
+    dist.all_reduce(mean_aux)
+    mean_aux /= W
+    dropped0 = layer.last_stats["dropped_fraction"] if emulate == 1 else _rank0_dropped(layer, proj(x), emulate)
     loss.backward()
     if buggy:
         for p in layer.parameters():
@@ -94,11 +93,19 @@ def run_gate(name: str, buggy: bool, emulate: int = 1) -> dict[str, torch.Tensor
     sync_grads(model)
     total = loss.detach().clone()
     dist.all_reduce(total)
-    out = {"loss": total / W, "aux": aux0, "dropped_rank0": torch.tensor(dropped0)}
+    out = {"loss": total / W, "aux": mean_aux, "dropped_rank0": torch.tensor(dropped0)}
     for pname, p in model.named_parameters():
         grad = p.grad if p.grad is not None else torch.zeros_like(p)
         out[f"grad.{pname}"] = all_gather_cat(grad, None) if getattr(p, "expert", False) else grad
     return out
+
+
+def _rank0_dropped(layer: MoELayer, h: torch.Tensor, emulate: int) -> float:
+    with torch.no_grad():
+        r = layer.gate(h)
+    n = h.shape[0] // emulate
+    sel, keep = torch.ones_like(r.keep[:n]), r.keep[:n]
+    return float((sel & ~keep).sum()) / float(sel.sum())
 
 
 def main() -> None:

@@ -6,12 +6,14 @@ A gate maps tokens x [T, d] (and, for Hash, token ids) to a Routing. Sources, as
   variant: HetuMoE `hetu/v1/python/hetu/layers/*Gate.py`;
 - BASE: fairseq `base_layer.py` (trainable centroids, own residual branch), auction as Hetu's BalanceGate;
 - DTS (EvoMoE): `codecaution/EvoMoE fairseq/modules/moe/topkgate.py`;
-- topology-aware (TA-MoE): `Chen-Chang/TA-MoE .../moe/gate/gshard_gate.py`.
+- topology-aware (TA-MoE): `Chen-Chang/TA-MoE .../moe/gate/gshard_gate.py`; FasterMoE's topology gate:
+  `thu-pacman/FasterMoE fmoe/gates/hir_gate.py`.
 `group` is the expert-parallel process group (None: single process); the MoELayer sets it.
 """
 
 from __future__ import annotations
 
+import copy
 import math
 
 import torch
@@ -292,27 +294,96 @@ class DTSGate(Gate):
         return Routing(expert, weight, selected, aux, stats=_stats(selected, selected))
 
 
-class TopologyGate(Gate):
-    """TA-MoE's GShard gate (gshard_gate.py): top-k over the logits, weights softmax over the k chosen
-    logits; c_e = (top-k selections hitting e)/S, so sum_e c_e = k; m_e = mean softmax(logits)_e;
-    loss = E_loc^2 * mean_e(c_e * s_e * m_e) with s = softmax(T[rank]) * W^2 per destination rank
-    (s = 1 without a topology). Statistics are the local rank's, as in the code. Capacity ceil(rate*S)
-    per expert, rate (1.2 train, 2.4 eval)."""
+class _RankEmulation:
+    """Gates whose statistics are per rank (TA-MoE, FasterMoE): with a process group each rank sees its own
+    tokens; in one process with `world_size` W > 1 the T rows are W ranks' equal, contiguous batches (rank
+    order), each routed with its own rank's statistics -- so one process reproduces W ranks exactly.
+
+    local_routers=True: every rank trains its own router (TA-MoE run.sh --gate_reduce_freq 1000: the gate's
+    gradients are not all-reduced, its parameters are averaged every that many steps; the same init on
+    every rank, broadcast at start). With a process group the router's parameters are marked `rank_local`
+    (sync_grads leaves them alone); in one process the gate holds W identical copies, rank r's rows routed
+    by copy r (`average_routers` is the periodic averaging). The emulation's gradient of copy r is 1/W of
+    rank r's own (the global loss is the ranks' mean): Adam does not see the scale, clipping slightly does."""
+
+    world_size: int | None
+    group: object
+
+    def ranks(self, T: int) -> tuple[int, list[tuple[int, slice]]]:
+        rank, W = world(self.group)
+        if W > 1:
+            if self.world_size not in (None, W):
+                raise ValueError(f"world_size={self.world_size} but the process group has {W} ranks")
+            return W, [(rank, slice(0, T))]
+        W = self.world_size or 1
+        if T % W:
+            raise ValueError(f"{T} tokens cannot be split into {W} emulated ranks' equal batches")
+        n = T // W
+        return W, [(r, slice(r * n, (r + 1) * n)) for r in range(W)]
+
+    def make_router(self, d_model: int, num_experts: int, local: bool) -> None:
+        self.proj = nn.Linear(d_model, num_experts)
+        self.routers = None
+        if local and world(None)[1] == 1 and (self.world_size or 1) > 1:
+            self.routers = nn.ModuleList(copy.deepcopy(self.proj) for _ in range(self.world_size))
+            self.proj = self.routers[0]
+        if local:
+            for p in self.proj.parameters() if self.routers is None else self.routers.parameters():
+                p.rank_local = True
+
+    def router_logits(self, x: Tensor, parts: list[tuple[int, slice]]) -> Tensor:
+        if self.routers is None:
+            return self.proj(x)
+        return torch.cat([self.routers[r](x[sl]) for r, sl in parts])
+
+    @torch.no_grad()
+    def average_routers(self) -> None:
+        """The periodic parameter averaging of local routers (all_reduce_gate_parameters)."""
+        if self.routers is not None:
+            for params in zip(*(r.parameters() for r in self.routers)):
+                mean = torch.stack(params).mean(0)
+                for p in params:
+                    p.copy_(mean)
+        elif getattr(self.proj.weight, "rank_local", False) and world(self.group)[1] > 1:
+            for p in self.proj.parameters():
+                torch.distributed.all_reduce(p, group=self.group)
+                p.div_(world(self.group)[1])
+
+
+def _dispatch(expert: Tensor, keep: Tensor, parts: list[tuple[int, slice]], W: int, e_loc: int) -> Tensor:
+    """[source ranks here, W] kept token-expert assignments from each source rank to each destination rank."""
+    rows = [torch.bincount(expert[sl][keep[sl]] // e_loc, minlength=W) for _, sl in parts]
+    return torch.stack(rows).cpu()
+
+
+class TopologyGate(_RankEmulation, Gate):
+    """TA-MoE's GShard gate (gshard_gate.py at b3aff03, with moe_layer.py and utils.limit_by_capacity):
+    top-k over the logits; c_e = (top-k selections hitting e) / S, all k slots counted (sum_e c_e = k);
+    m_e = mean softmax(logits)_e; loss = E_loc^2 * mean_e(c_e * s_e * m_e) with s = softmax(T[rank]) * W^2
+    per destination rank (s = 1 without a topology: the plain GShard loss of this code). Statistics are
+    each rank's own (S = its tokens); the W ranks' losses are averaged, as data parallelism averages their
+    gradients. Capacity: ceil(rate * S) per expert (rate 1.2 train, 2.4 eval), taken on the receiving side
+    over all source ranks in rank order, each rank's selections in token-major order (Paddle's
+    limit_by_capacity then prune_gate_by_capacity). Combine weights: `combine="logits"` is the code's
+    (moe_layer.py multiplies the expert outputs by the raw top-k logits, no softmax); "softmax" normalises
+    them over the k chosen (FastMoE's convention). `last_dispatch`: [source rank, destination rank] kept
+    assignments of the last call. local_routers: see _RankEmulation."""
 
     def __init__(self, d_model: int, num_experts: int, k: int = 2, topology: Tensor | None = None,
-                 capacity_rate: tuple[float, float] = (1.2, 2.4), world_size: int | None = None):
+                 capacity_rate: tuple[float, float] = (1.2, 2.4), world_size: int | None = None,
+                 combine: str = "logits", local_routers: bool = False):
         super().__init__(num_experts)
-        self.k, self.capacity_rate = k, capacity_rate
-        self.capacity_scope = "local"
-        self.proj = nn.Linear(d_model, num_experts)
+        if combine not in ("logits", "softmax"):
+            raise ValueError(f"unknown combine '{combine}'; valid: logits, softmax")
+        self.k, self.capacity_rate, self.combine = k, tuple(capacity_rate), combine
+        self.capacity_scope = "global"
         self.world_size = world_size
-        self.rank: int | None = None  # overrides the process's rank (a one-process emulation of W ranks)
+        self.make_router(d_model, num_experts, local_routers)
         self.register_buffer("topology", None if topology is None else torch.as_tensor(topology, dtype=torch.float32))
+        self.last_dispatch: Tensor | None = None
 
-    def destination_scale(self) -> Tensor:
-        rank, W = world(self.group)
-        rank = rank if self.rank is None else self.rank
-        W = self.world_size or W
+    def destination_scale(self, rank: int, W: int) -> Tensor:
+        """s_e for every expert e as seen from `rank`: softmax(T[rank]) * W^2 per destination rank."""
         if self.num_experts % W:
             raise ValueError(f"E ({self.num_experts}) must be divisible by the world size ({W})")
         if self.topology is None:
@@ -322,23 +393,90 @@ class TopologyGate(Gate):
         s = F.softmax(self.topology[rank], dim=0) * W * W
         return s.repeat_interleave(self.num_experts // W)
 
-    def forward(self, x: Tensor, token_ids: Tensor | None = None) -> Routing:
-        S, E = x.shape[0], self.num_experts
-        logits = self.proj(x)
-        top = logits.topk(self.k, dim=-1)
-        weight = F.softmax(top.values, dim=-1)
-        selected = torch.ones_like(top.indices, dtype=torch.bool)
-        cap = math.ceil(self.capacity_rate[0 if self.training else 1] * S)
-        keep = apply_capacity(top.indices, selected, E, cap, self.group, "local")
-        c = logits.new_zeros(E).index_add_(0, top.indices.reshape(-1), logits.new_ones(S * self.k)).detach() / S
+    def rank_loss(self, logits: Tensor, top: Tensor, rank: int, W: int) -> Tensor:
+        S, E = logits.shape
+        c = logits.new_zeros(E).index_add_(0, top.reshape(-1), logits.new_ones(top.numel())).detach() / S
         m = F.softmax(logits, dim=-1).mean(0)
-        scale = self.destination_scale()
-        e_loc = E // (self.world_size or world(self.group)[1])
-        aux = e_loc ** 2 * (c * scale * m).mean()
+        return (E // W) ** 2 * (c * self.destination_scale(rank, W) * m).mean()
+
+    def forward(self, x: Tensor, token_ids: Tensor | None = None) -> Routing:
+        T, E, k = x.shape[0], self.num_experts, self.k
+        W, parts = self.ranks(T)
+        logits = self.router_logits(x, parts)
+        top = logits.topk(k, dim=-1)
+        weight = top.values if self.combine == "logits" else F.softmax(top.values, dim=-1)
+        selected = torch.ones_like(top.indices, dtype=torch.bool)
+        S = T // len(parts)
+        cap = math.ceil(self.capacity_rate[0 if self.training else 1] * S)
+        # token-major order over (token, slot), ranks in order: one column of T*k selections
+        keep = apply_capacity(top.indices.reshape(-1, 1), selected.reshape(-1, 1), E, cap, self.group,
+                              "global").view(T, k)
+        aux = sum(self.rank_loss(logits[sl], top.indices[sl], r, W) for r, sl in parts) / len(parts)
+        self.last_dispatch = _dispatch(top.indices, keep, parts, W, E // W)
         return Routing(top.indices, weight, keep, aux, stats=_stats(keep, selected))
 
 
-GATES = ("switch", "gshard", "ktop1", "sam", "base", "hash", "dts", "topology")
+class FasterMoETopologyGate(_RankEmulation, Gate):
+    """FasterMoE's topology-aware gate (thu-pacman/FasterMoE fmoe/gates/hir_gate.py, HirGate), without
+    expert shadowing: top-2 over the logits; if at least int(S * off_node_ratio) of a rank's S tokens have
+    a top-1 expert on another node, every token of that rank is re-routed top-2 over its own node's experts,
+    except the int(S * off_node_ratio) off-node tokens with the highest top-1 logits, which keep that
+    off-node top-1 expert as their second choice; otherwise plain top-2. Weights: softmax over the two
+    chosen logits. Loss: the GShard loss of that code over top-1 choices, E_loc^2 * mean_e(c_e * m_e), per
+    rank (averaged over ranks). No capacity (its capacity limit is commented out). `ranks_per_node`: ranks
+    r*n .. r*n+n-1 form a node (FasterMoE: nw_per_node = 4). local_routers: see _RankEmulation."""
+
+    def __init__(self, d_model: int, num_experts: int, ranks_per_node: int, off_node_ratio: float = 0.14,
+                 world_size: int | None = None, local_routers: bool = False):
+        super().__init__(num_experts)
+        if ranks_per_node < 1 or not 0 <= off_node_ratio <= 1:
+            raise ValueError(f"need ranks_per_node >= 1 and 0 <= off_node_ratio <= 1, got {ranks_per_node}, "
+                             f"{off_node_ratio}")
+        self.k, self.ranks_per_node, self.off_node_ratio = 2, ranks_per_node, off_node_ratio
+        self.world_size = world_size
+        self.make_router(d_model, num_experts, local_routers)
+        self.last_dispatch: Tensor | None = None
+
+    def route_rank(self, logits: Tensor, rank: int, W: int) -> tuple[Tensor, Tensor]:
+        S, E = logits.shape
+        if W % self.ranks_per_node or E % W:
+            raise ValueError(f"need W ({W}) divisible by ranks_per_node ({self.ranks_per_node}), E ({E}) by W")
+        per_node = self.ranks_per_node * (E // W)
+        node = rank // self.ranks_per_node
+        off_node = torch.ones(E, dtype=torch.bool, device=logits.device)
+        off_node[node * per_node:(node + 1) * per_node] = False
+        top = logits.topk(2, dim=-1)
+        top1_idx, top1_val = top.indices[:, 0], top.values[:, 0].detach()
+        leaving = off_node[top1_idx]
+        threshold = int(S * self.off_node_ratio)
+        if int(leaving.sum()) < threshold:
+            return top.indices, top.values
+        keep_off = top1_val.masked_fill(~leaving, float("-inf")).topk(threshold).indices
+        idx = logits.detach().masked_fill(off_node, float("-inf")).topk(2, dim=-1).indices
+        idx[keep_off, 1] = top1_idx[keep_off]
+        return idx, logits.gather(1, idx)
+
+    def forward(self, x: Tensor, token_ids: Tensor | None = None) -> Routing:
+        E = self.num_experts
+        W, parts = self.ranks(x.shape[0])
+        logits = self.router_logits(x, parts)
+        expert, values, aux = [], [], 0.0
+        for r, sl in parts:
+            lg = logits[sl]
+            idx, val = self.route_rank(lg, r, W)
+            expert.append(idx)
+            values.append(val)
+            first = lg.topk(1, dim=-1).indices.squeeze(1)  # the loss counts the unrestricted top-1 choice
+            c = lg.new_zeros(E).index_add_(0, first, lg.new_ones(lg.shape[0])).detach() / lg.shape[0]
+            aux = aux + (E // W) ** 2 * (c * F.softmax(lg, dim=-1).mean(0)).mean()
+        expert_t = torch.cat(expert)
+        keep = torch.ones_like(expert_t, dtype=torch.bool)
+        self.last_dispatch = _dispatch(expert_t, keep, parts, W, E // W)
+        return Routing(expert_t, F.softmax(torch.cat(values), dim=-1), keep, aux / len(parts),
+                       stats=_stats(keep, keep))
+
+
+GATES = ("switch", "gshard", "ktop1", "sam", "base", "hash", "dts", "topology", "fastermoe_topology")
 
 
 def make_gate(kind: str, d_model: int, num_experts: int, **kw) -> Gate:
@@ -359,4 +497,6 @@ def make_gate(kind: str, d_model: int, num_experts: int, **kw) -> Gate:
         return DTSGate(d_model, num_experts, **kw)
     if kind == "topology":
         return TopologyGate(d_model, num_experts, **kw)
+    if kind == "fastermoe_topology":
+        return FasterMoETopologyGate(d_model, num_experts, **kw)
     raise ValueError(f"unknown gate '{kind}'; valid: {', '.join(GATES)}")

@@ -26,7 +26,8 @@ from replications.moe.gates import Gate
 
 
 class _GroupedMM(torch.autograd.Function):
-    """x [N, d] (rows sorted by group, group g ends at offs[g]) times w [G, d, h] -> [N, h]; one kernel."""
+    """x [N, d] (rows sorted by group, group g ends at offs[g]) times w [G, d, h] -> [N, h]; one kernel.
+    Backward computes only the gradients autograd asks for (an input that needs none costs no matmul)."""
 
     @staticmethod
     def forward(ctx, x: Tensor, w: Tensor, offs: Tensor) -> Tensor:
@@ -37,8 +38,8 @@ class _GroupedMM(torch.autograd.Function):
     def backward(ctx, grad: Tensor):
         x, w, offs = ctx.saved_tensors
         grad = grad.contiguous()
-        gx = torch._grouped_mm(grad, w.transpose(1, 2), offs=offs)
-        gw = torch._grouped_mm(x.t(), grad, offs=offs)  # per-group x_g^T grad_g
+        gx = torch._grouped_mm(grad, w.transpose(1, 2), offs=offs) if ctx.needs_input_grad[0] else None
+        gw = torch._grouped_mm(x.t(), grad, offs=offs) if ctx.needs_input_grad[1] else None  # x_g^T grad_g
         return gx, gw, None
 
 
@@ -182,12 +183,13 @@ class MoELayer(nn.Module):
 
 
 def sync_grads(model: nn.Module, group=None) -> None:
-    """Average replicated parameters' gradients over the expert-parallel ranks; scale expert gradients by 1/W."""
+    """Average replicated parameters' gradients over the expert-parallel ranks; scale expert gradients by 1/W;
+    leave `rank_local` parameters (a rank's own router) as they are."""
     _, W = world(group)
     if W == 1:
         return
     for p in model.parameters():
-        if p.grad is None:
+        if p.grad is None or getattr(p, "rank_local", False):  # a rank's own router (TA-MoE local gates)
             continue
         if not getattr(p, "expert", False):
             dist.all_reduce(p.grad, group=group)

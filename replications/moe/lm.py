@@ -1,5 +1,7 @@
 """A small GPT-style decoder (pre-LN, causal attention) whose feed-forward blocks are dense or MoE.
 
+The LM of the MoE papers' WikiText-2 protocol (EvoMoE's, also trained by TA-MoE).
+
 Output: an adaptive softmax over the full 33,278-word vocabulary (exact normalised probabilities, so the
 perplexity is the standard full-vocabulary one) -- our choice: a full 33k softmax would take ~90% of the
 FLOPs of a model this small on CPU.

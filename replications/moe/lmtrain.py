@@ -1,0 +1,53 @@
+"""Batching, learning-rate schedule, precision and perplexity of the MoE papers' WikiText-2 LM protocol.
+
+Moved from the EvoMoE package (its protocol, now shared: TA-MoE trains the same model the same way).
+"""
+
+from __future__ import annotations
+
+import math
+from contextlib import nullcontext
+
+import torch
+from torch import Tensor
+
+from replications.moe.lm import GPT
+
+
+def autocast(device: torch.device, precision: str):
+    """bf16 autocast (the GPU protocol) or full fp32 (the CPU protocol)."""
+    if precision == "bf16":
+        return torch.autocast(device.type, dtype=torch.bfloat16)
+    if precision != "fp32":
+        raise ValueError(f"unknown precision '{precision}'; valid: fp32, bf16")
+    return nullcontext()
+
+
+def batchify(stream: Tensor, batch_size: int) -> Tensor:
+    n = stream.numel() // batch_size
+    return stream[: n * batch_size].view(batch_size, n)
+
+
+@torch.no_grad()
+def perplexity(model: GPT, stream: Tensor, seq_len: int, batch: int = 32, max_tokens: int | None = None,
+               precision: str = "fp32") -> float:
+    """exp(mean NLL) over consecutive, non-overlapping windows of seq_len+1 tokens (no carried context)."""
+    model.eval()
+    device = next(model.parameters()).device
+    s = stream if max_tokens is None else stream[: max_tokens + 1]
+    n_win = (s.numel() - 1) // seq_len
+    x = s[: n_win * seq_len].view(n_win, seq_len)
+    y = s[1: n_win * seq_len + 1].view(n_win, seq_len)
+    total = 0.0
+    for i in range(0, n_win, batch):
+        with autocast(device, precision):
+            nll, _ = model(x[i:i + batch].to(device), y[i:i + batch].to(device))
+        total += float(nll) * x[i:i + batch].numel()
+    model.train()
+    return math.exp(total / x.numel())
+
+
+def lr_at(step: int, total: int, warmup: int, peak: float) -> float:
+    if step < warmup:
+        return peak * (step + 1) / warmup
+    return peak * max(0.0, (total - step) / max(1, total - warmup))
