@@ -17,6 +17,10 @@ RotatE repo's L1 / sum of moduli: L2 turns ranking against all entities into one
 which on 2 CPU cores is ~10x faster than ``cdist(p=1)`` and ~100x faster than summed moduli
 (measured here). torch_geometric's classes themselves are not used: its TransE re-normalises entities
 inside the score and its ``test`` ranks one triple at a time.
+
+``reciprocal=True`` (the 1-vs-all recipe, Lacroix et al. 2018): the relation table holds an inverse
+relation ``r + R`` per relation, and a head query is the tail query of the inverse,
+``f(t, r, -1) = f(t, r + R, +1)`` (``resolve``); REP and the evaluator go through the same rule.
 """
 
 from __future__ import annotations
@@ -32,23 +36,37 @@ DISTANCE_MODELS = ("transe", "rotate")
 
 class KGE(nn.Module):
     def __init__(self, kind: str, num_entities: int, num_relations: int, dim: int, gamma: float,
-                 epsilon: float = 2.0) -> None:
+                 epsilon: float = 2.0, reciprocal: bool = False, init_scale: float | None = None) -> None:
         super().__init__()
         if kind not in MODELS:
             raise ValueError(f"unknown KGE model '{kind}'; valid: {', '.join(MODELS)}")
         if dim % 2 and kind in ("complex", "rotate"):
             raise ValueError(f"{kind} needs an even dim (real and imaginary halves), got {dim}")
         self.kind, self.dim, self.gamma = kind, dim, float(gamma)
+        self.num_relations, self.reciprocal = num_relations, reciprocal
         # RotatE repo (model.py): uniform(-range, range), range = (gamma + epsilon) / hidden_dim.
         hidden = dim // 2 if kind in ("complex", "rotate") else dim
         self.embedding_range = (self.gamma + epsilon) / hidden
         rel_dim = hidden if kind == "rotate" else dim  # RotatE: one phase per complex dimension
-        self.entity = nn.Parameter(torch.empty(num_entities, dim).uniform_(-self.embedding_range, self.embedding_range))
-        self.relation = nn.Parameter(torch.empty(num_relations, rel_dim).uniform_(-self.embedding_range,
-                                                                                    self.embedding_range))
+        rel_rows = 2 * num_relations if reciprocal else num_relations
+        if init_scale is None:
+            self.entity = nn.Parameter(torch.empty(num_entities, dim).uniform_(-self.embedding_range,
+                                                                               self.embedding_range))
+            self.relation = nn.Parameter(torch.empty(rel_rows, rel_dim).uniform_(-self.embedding_range,
+                                                                                 self.embedding_range))
+        else:  # kbc (Lacroix et al. 2018): N(0, 1) * init_scale
+            self.entity = nn.Parameter(torch.randn(num_entities, dim) * init_scale)
+            self.relation = nn.Parameter(torch.randn(rel_rows, rel_dim) * init_scale)
+
+    def resolve(self, r: Tensor, direction: int) -> tuple[Tensor, int]:
+        """(relation rows, direction) a query really uses: reciprocal models predict heads with r + R."""
+        if self.reciprocal and direction == -1:
+            return r + self.num_relations, 1
+        return r, direction
 
     def context(self, ent: Tensor, rel: Tensor, anchor: Tensor, r: Tensor, direction: int) -> Tensor:
         """REP's context f(u, r, dir) = the query for the other end of (u, r); ent/rel may be REP'd tables."""
+        r, direction = self.resolve(r, direction)
         return context(self.kind, ent[anchor], rel[r], direction, self.embedding_range)
 
     def operators(self, rel: Tensor) -> Tensor:
