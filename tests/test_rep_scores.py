@@ -74,3 +74,30 @@ def test_ranking_scores_order_candidates_like_the_score(kind: str) -> None:
     m = KGE(kind, 30, 2, 8, 4.0)
     q = m.context(m.entity, m.relation, torch.arange(5), torch.tensor([0, 1, 0, 1, 0]), 1)
     assert torch.equal(m.rank_scores(q, m.entity).argsort(1), m.match(q, m.entity).argsort(1))
+
+
+def test_official_l1_distances() -> None:
+    # TransE, RotatE repo's L1: h + r - t = (-3, -4) -> |.|_1 = 7, score = 6 - 7 = -1 (L2 gave 1 above).
+    m = model_with("transe", [[1, 0], [4, 5]], [[0, 1]], distance="l1")
+    assert score(m, 0, 0, 1) == pytest.approx(-1.0)
+    # RotatE, sum of complex moduli: h = (1, 1) real, both coordinates turned a quarter: h o r = (i, i);
+    # t = (3 + 5i, 3 + 5i): |i - (3 + 5i)| = |-3 - 4i| = 5 per coordinate, sum 10, score 6 - 10 = -4
+    # (L2 over the whole vector would be sqrt(50) = 7.07).
+    half = KGE("rotate", 2, 1, 4, 6.0).embedding_range / 2
+    m = model_with("rotate", [[1, 1, 0, 0], [3, 3, 5, 5]], [[half, half]], distance="l1")
+    assert score(m, 0, 0, 1) == pytest.approx(-4.0, abs=1e-5)
+
+
+@pytest.mark.parametrize("kind", ["transe", "rotate"])
+def test_l1_all_candidates_agree_with_pairs_and_blocks(kind: str, monkeypatch) -> None:
+    torch.manual_seed(1)
+    m = KGE(kind, 30, 2, 8, 4.0, distance="l1")
+    q = m.context(m.entity, m.relation, torch.arange(6), torch.tensor([0, 1] * 3), 1)
+    full = m.match(q, m.entity)
+    monkeypatch.setattr("replications.rep.models.CHUNK_ELEMENTS", 50)  # forces one query row per block
+    assert torch.allclose(m.match(q, m.entity), full, atol=1e-5)
+    pairs = m.match_pairs(q, m.entity[:6])
+    assert torch.allclose(pairs, full.diagonal(), atol=1e-5)
+    assert torch.equal(m.rank_scores(q, m.entity).argsort(1), full.argsort(1))
+    with pytest.raises(ValueError, match="valid: l2, l1"):
+        KGE(kind, 3, 1, 4, 1.0, distance="l3")

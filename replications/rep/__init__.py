@@ -68,7 +68,8 @@ class REPReplication(Replication):
     def build_model(self, cfg: DictConfig, data: KG) -> KGE:
         hp = hparams(cfg)
         return KGE(cfg.model.kind, data.num_entities, data.num_relations, hp["dim"], hp.get("gamma", 0.0),
-                   reciprocal=bool(hp.get("reciprocal", False)), init_scale=hp.get("init_scale")).to(cfg.device)
+                   reciprocal=bool(hp.get("reciprocal", False)), init_scale=hp.get("init_scale"),
+                   distance=hp.get("distance") or "l2").to(cfg.device)
 
     def train(self, cfg: DictConfig, model: KGE, data: KG, seed: int, log: LogFn) -> dict[str, Any]:
         hp = hparams(cfg)
