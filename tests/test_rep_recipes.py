@@ -76,9 +76,9 @@ def test_checkpoints_exclude_their_own_time_and_can_stop() -> None:
 def test_time_to_target_measured_or_extrapolated() -> None:
     from replications.rep.budget import extrapolate
 
-    pts = [{"train_seconds": s, "test_mrr": m} for s, m in ((0, 0.0), (100, 0.2), (1000, 0.3))]
+    pts = [{"train_cpu_seconds": s, "test_mrr": m} for s, m in ((0, 0.0), (100, 0.2), (1000, 0.3))]
     assert extrapolate(pts, 0.25)["seconds"] == 1000  # measured: first checkpoint at or above
     # 0.2 -> 0.3 from 100 s to 1000 s: 0.1 per decade of time, so 0.4 at 10,000 s
     assert extrapolate(pts, 0.4)["seconds"] == pytest.approx(10000, rel=1e-6)
-    flat = [{"train_seconds": s, "test_mrr": 0.2} for s in (10, 20)]
+    flat = [{"train_cpu_seconds": s, "test_mrr": 0.2} for s in (10, 20)]
     assert extrapolate(flat, 0.4)["seconds"] is None
