@@ -102,7 +102,8 @@ class KGE(nn.Module):
         """(B, C) official distances: L1 (TransE, via cdist) or the sum of complex moduli (RotatE, in blocks)."""
         if self.kind == "transe":
             return torch.cdist(q, cand, p=1.0)
-        rows = max(1, CHUNK_ELEMENTS // max(1, cand.shape[0] * cand.shape[1]))
+        budget = CHUNK_ELEMENTS * (32 if cand.is_cuda else 1)  # 4 GiB blocks on a GPU: fewer, larger kernels
+        rows = max(1, budget // max(1, cand.shape[0] * cand.shape[1]))
         return torch.cat([modulus_sum(q[i:i + rows, None, :] - cand[None]) for i in range(0, len(q), rows)])
 
     def rank_scores(self, q: Tensor, cand: Tensor) -> Tensor:
