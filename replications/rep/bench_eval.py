@@ -12,6 +12,7 @@ command, commit, hardware and versions; run it under /work/bin/heavy-exclusive o
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from pathlib import Path
 
@@ -73,7 +74,9 @@ def main(argv: list[str] | None = None) -> int:
               flush=True)
     write_json_atomic(Path(args.out), {
         "what": "filtered ranking of the FB15k-237 test set, head + tail queries, replications.rep.evaluate",
-        "target_seconds": TARGET_SECONDS, "threads": args.threads, "rows": rows, **environment()})
+        "target_seconds": TARGET_SECONDS, "threads": args.threads, "rows": rows,
+        "load_average_1_5_15min": os.getloadavg(), "semaphore": os.environ.get("KG_SEMAPHORE", "unknown"),
+        **environment()})
     print(f"wrote {args.out}")
     return 0
 

@@ -10,6 +10,7 @@ Writes results/rep/bench_steps.json with the command, commit, hardware and versi
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from pathlib import Path
 
@@ -56,7 +57,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{dataset:9s} {name:8s} dim {hp['dim']:5d}  {per_step * 1000:8.1f} ms/step  x {total} steps = "
                   f"{row['recipe_cpu_hours']} CPU h", flush=True)
     write_json_atomic(Path(args.out), {"what": "CPU time per optimiser step of each committed base recipe, one thread",
-                                       "steps_timed": args.steps, "rows": rows, **environment()})
+                                       "steps_timed": args.steps, "rows": rows,
+        "load_average_1_5_15min": os.getloadavg(), "semaphore": os.environ.get("KG_SEMAPHORE", "unknown"),
+        **environment()})
     print(f"wrote {args.out}")
     return 0
 
