@@ -195,7 +195,8 @@ def readme(folder: Path) -> Path:
         lines += ["", "## Filtered evaluation of the FB15k-237 test set (`python -m replications.rep.bench_eval`)", "",
                   f"40,932 filtered ranks against 14,541 entities, {b['threads']} thread(s), "
                   f"target < {b['target_seconds']:.0f} s; "
-                  f"commit {b['git_commit'][:7]}, {b['hardware']['cpu']}, run under /work/bin/heavy-exclusive.", "",
+                  f"commit {b['git_commit'][:7]}, {b['hardware']['cpu']}, semaphore: {b.get('semaphore', 'unknown')}; "
+                  f"load average {b.get('load_average_1_5_15min')}. Distance applies to TransE/RotatE only.", "",
                   "| model | distance | dim | seconds | how | < target |", "| --- | --- | --- | --- | --- | --- |"]
         lines += [f"| {x['model']} | {x.get('distance') or '—'} | {x['dim']} | {x['seconds_best']} | {x['how']} | "
                   f"{'yes' if x['under_target'] else 'no'} |" for x in b["rows"]]
