@@ -5,6 +5,10 @@ note}; ``value: null`` means the number is unknown (never guessed). ``kind`` say
 number is (``KINDS``, strongest first); one (dataset, model, metric) may have one entry per kind, and the
 status is computed against the strongest kind whose value is known. ``tolerances`` maps a metric to the
 absolute difference (in the metric's own units) within which a reproduction counts as reproduced.
+``targets`` (optional) maps a metric to ``highest`` or ``lowest``: for that metric the status is computed
+against the best known value among its references (ties: the stronger kind) instead of the strongest
+kind. A paper declares it where its references are all of one sort (e.g. converged base models run by
+different teams) and the more demanding one is the bar.
 """
 
 from __future__ import annotations
@@ -17,16 +21,19 @@ import yaml
 REPRODUCED, NOT_REPRODUCED, NO_REFERENCE = "reproduced", "not reproduced", "no reference"
 
 # Strongest first. The paper's own claim outranks the authors' other statements; numbers the authors
-# published (release, artifacts) outrank a run of their code by someone else; another paper's copy is last.
+# published (release, artifacts) outrank a run of their code by someone else; another team's own run, shipped
+# as files we recompute from, is below every authors' kind but above a bare copy of a number, which is last.
 KINDS: dict[str, str] = {
     "paper": "the paper's own table or text",
     "authors_release": "the authors' release (README, docs, leaderboard entry)",
     "authors_artifacts": "the authors' released artifacts (e.g. rank files), recomputed",
     "authors_code_run": "the official code run at a pinned commit on stated hardware and seeds",
+    "independent_artifacts": "another team's released run files (e.g. per-query ranks) of the same model and split, recomputed",
     "secondary": "another paper's copy of the number",
 }
 # What an entry of each kind must say about itself, beyond the common keys.
-KIND_KEYS = {"authors_code_run": {"provenance"}, "secondary": {"copied_by"}}
+KIND_KEYS = {"authors_code_run": {"provenance"}, "independent_artifacts": {"run_by"}, "secondary": {"copied_by"}}
+TARGET_RULES = ("highest", "lowest")
 COMMON_KEYS = {"dataset", "model", "metric", "value", "kind", "source", "verified"}
 
 
@@ -49,6 +56,9 @@ def load_paper(path: Path) -> dict[str, Any]:
         if key in seen:
             raise ValueError(f"{path}: two '{entry['kind']}' references for {key[:3]}: keep one per kind")
         seen.add(key)
+    for metric, rule in (paper.get("targets") or {}).items():
+        if rule not in TARGET_RULES:
+            raise ValueError(f"{path}: targets.{metric} is '{rule}'; valid: {', '.join(TARGET_RULES)}")
     return paper
 
 
@@ -68,9 +78,19 @@ def strongest(entries: list[dict[str, Any]]) -> dict[str, Any]:
     return (known or entries or [{}])[0]
 
 
+def target(paper: dict[str, Any], metric: str, entries: list[dict[str, Any]]) -> dict[str, Any]:
+    """The entry a metric is judged against: the strongest known kind, or the best value under ``targets``."""
+    rule = (paper.get("targets") or {}).get(metric)
+    known = [e for e in entries if e.get("value") is not None]
+    if rule is None or not known:
+        return strongest(entries)
+    pick = max if rule == "highest" else min  # both return the first best: entries come strongest kind first
+    return pick(known, key=lambda e: e["value"])
+
+
 def reported_for(paper: dict[str, Any], dataset: str, model: str) -> dict[str, dict[str, Any]]:
     """metric -> the entry the status is computed against."""
-    return {m: strongest(es) for m, es in references_for(paper, dataset, model).items()}
+    return {m: target(paper, m, es) for m, es in references_for(paper, dataset, model).items()}
 
 
 def _status(mean: float, value: float | None, tol: float | None) -> tuple[str, float | None]:
@@ -88,7 +108,7 @@ def compare(
     rows = []
     for metric, agg in aggregate.items():
         entries = refs.get(metric, [])
-        ref = strongest(entries)
+        ref = target(paper, metric, entries)
         tol = paper["tolerances"].get(metric)
         status, diff = _status(agg["mean"], ref.get("value"), tol)
         others = [

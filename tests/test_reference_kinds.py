@@ -71,3 +71,26 @@ def test_every_paper_file_loads():
     for path in sorted(Path(__file__).resolve().parents[1].glob("replications/*/paper.yaml")):
         paper = load_paper(path)
         assert paper["reported"] or paper.get("claims"), path
+
+
+def test_declared_target_rule_picks_the_best_known_value():
+    entries = [_entry("authors_release", 70.0), _entry("independent_artifacts", 80.2, run_by="team B"),
+               _entry("paper", None)]
+    paper = {"reported": entries, "tolerances": {"acc": 1.0}, "targets": {"acc": "highest"}}
+    row = compare(paper, "d", "m", {"acc": summarize([80.0, 80.4])})[0]
+    assert row["reference_kind"] == "independent_artifacts" and row["status"] == REPRODUCED
+    assert [(o["kind"], o["status"]) for o in row["other_references"]] == [("authors_release", NOT_REPRODUCED)]
+    # Without the rule the strongest kind decides, as everywhere else.
+    assert _row(entries)["reference_kind"] == "authors_release"
+    paper["targets"] = {"acc": "lowest"}
+    assert compare(paper, "d", "m", {"acc": summarize([80.0])})[0]["reported"] == 70.0
+
+
+def test_unknown_target_rule_and_missing_run_by_are_refused(tmp_path):
+    path = tmp_path / "paper.yaml"
+    path.write_text("title: t\nreported: []\ntolerances: {acc: 1.0}\ntargets: {acc: biggest}\n")
+    with pytest.raises(ValueError, match="targets.acc is 'biggest'; valid: highest, lowest"):
+        load_paper(path)
+    with pytest.raises(ValueError, match="run_by"):
+        load_paper(_write(tmp_path, "{kind: independent_artifacts, dataset: d, model: m, metric: acc, value: 1.0, "
+                                    "source: s, verified: true}"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from replications.rep import table
+from shared.runner import PROJECT_ROOT
 
 
 def record(alpha: float, val: float, test: float) -> dict:
@@ -47,4 +48,11 @@ def test_merge_joins_single_seed_files(tmp_path) -> None:
     assert [r["seed"] for r in out["runs"]] == [1, 2] and out["missing_seeds"] == [3] and not out["complete"]
     assert abs(out["aggregate"]["test_mrr_base"]["mean"] - 0.3) < 1e-12 and out["aggregate"]["test_mrr_base"]["n"] == 2
     row = next(c for c in out["comparison"] if c["metric"] == "test_mrr_base")
-    assert row["reported"] == 0.189  # Graph4KG toolkit reference from paper.yaml
+    assert row["reported"] == 0.2234  # the higher test_mrr_base reference (SE-GNN ranks over Graph4KG 0.189)
+
+
+def test_gpu_and_full_recipe_scripts_parse() -> None:
+    import subprocess
+
+    for script in ("replications/rep/full.sh", "replications/rep/gpu/check.sh", "replications/rep/gpu/stage.sh"):
+        subprocess.run(["bash", "-n", str(PROJECT_ROOT / script)], check=True)

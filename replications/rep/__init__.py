@@ -19,11 +19,12 @@ from replications.rep.data import KG, load
 from replications.rep.evaluate import filtered_metrics
 from replications.rep.models import KGE
 from replications.rep.propagate import rep
-from replications.rep.train import train_or_load
+from replications.rep.train import steps_per_epoch, train_or_load
 from shared.replication import LogFn, Replication
 from shared.runner import result_path
 
 RESERVED = {"name", "kind", "cache", "per_dataset"}
+REP_KEYS = ("alpha", "khop", "neighbor_norm", "degree_w")
 
 
 def hparams(cfg: DictConfig) -> dict[str, Any]:
@@ -39,6 +40,13 @@ def hparams(cfg: DictConfig) -> dict[str, Any]:
                 raise ValueError(f"model.{key} is not a hyperparameter of {cfg.model.name}; valid: {', '.join(hp)}")
             hp[key] = value
     return hp
+
+
+def base_steps(hp: dict[str, Any], num_train: int) -> int:
+    """Optimiser steps of the base model: ``steps``, or ``epochs`` full passes of the 1-vs-all recipe."""
+    if hp.get("epochs") is not None:
+        return int(hp["epochs"] * steps_per_epoch(num_train, int(hp["batch_size"])))
+    return int(hp["steps"])
 
 
 def score_fn(model: KGE, entity: torch.Tensor):
@@ -59,20 +67,23 @@ class REPReplication(Replication):
 
     def build_model(self, cfg: DictConfig, data: KG) -> KGE:
         hp = hparams(cfg)
-        return KGE(cfg.model.kind, data.num_entities, data.num_relations, hp["dim"], hp["gamma"]).to(cfg.device)
+        return KGE(cfg.model.kind, data.num_entities, data.num_relations, hp["dim"], hp.get("gamma", 0.0),
+                   reciprocal=bool(hp.get("reciprocal", False)), init_scale=hp.get("init_scale"),
+                   distance=hp.get("distance") or "l2").to(cfg.device)
 
     def train(self, cfg: DictConfig, model: KGE, data: KG, seed: int, log: LogFn) -> dict[str, Any]:
         hp = hparams(cfg)
-        steps = int(hp["steps"]) if cfg.scale.max_epochs is None else min(int(hp["steps"]), int(cfg.scale.max_epochs))
-        base_keys = ("dim", "gamma", "lr", "lr_decay_at", "batch_size", "negatives", "adversarial_temperature",
-                     "regularization")
-        summary = train_or_load(model, cfg.dataset.name, data.train, OmegaConf.create(hp),
-                                {k: hp[k] for k in base_keys}, steps, seed, log, bool(cfg.model.cache))
+        steps = base_steps(hp, len(data.train))
+        if cfg.scale.max_epochs is not None:  # scale=smoke: caps optimiser steps (either recipe)
+            steps = min(steps, int(cfg.scale.max_epochs))
+        base_hp = {k: v for k, v in hp.items() if k not in REP_KEYS}  # what shapes the base embeddings
+        summary = train_or_load(model, cfg.dataset.name, data.train, OmegaConf.create(hp), base_hp, steps, seed,
+                                log, bool(cfg.model.cache))
         started = time.perf_counter()
         model.rep_entity = rep(model, data.train.to(model.entity.device), hp["alpha"], int(hp["khop"]),
                                bool(hp["neighbor_norm"]), hp["degree_w"])
         summary["rep_seconds"] = round(time.perf_counter() - started, 3)
-        summary["rep"] = {k: hp[k] for k in ("alpha", "khop", "neighbor_norm", "degree_w")}
+        summary["rep"] = {k: hp[k] for k in REP_KEYS}
         summary["rep_over_train"] = round(summary["rep_seconds"] / summary["train_seconds"], 4)
         return summary
 

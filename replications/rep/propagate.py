@@ -75,7 +75,8 @@ def hop(model: KGE, ent: Tensor, ops: Tensor, inc: Incidence, alpha: float) -> T
     split = int((inc.direction < 0).sum())  # groups are sorted: dir -1 first
     parts = []
     for d, rows in ((-1, slice(0, split)), (1, slice(split, None))):
-        linear, offset = model.context_parts(sums[rows], ops[inc.relation[rows]], d)
+        r, d_used = model.resolve(inc.relation[rows], d)  # reciprocal models: head side via r + R
+        linear, offset = model.context_parts(sums[rows], ops[r], d_used)
         parts.append(linear if offset is None else linear + inc.weight_sum[rows] * offset)
     contexts = torch.cat(parts)
     aggregated = torch.sparse.mm(inc.scatter, contexts)
@@ -94,7 +95,7 @@ def rep(model: KGE, train: Tensor, alpha: float, khop: int, degree_weighted: boo
     if khop == 0 or alpha == 1.0:
         return ent
     rel = model.relation.detach()
-    inc = incidence(train.cpu(), ent.shape[0], rel.shape[0], degree_weighted, degree_w)
+    inc = incidence(train.cpu(), ent.shape[0], model.num_relations, degree_weighted, degree_w)
     if ent.device.type != "cpu":
         inc = Incidence(*(x.to(ent.device) for x in vars(inc).values()))
     ops = model.operators(rel)

@@ -1,4 +1,12 @@
-"""Base-model training: negative sampling with self-adversarial weighting (RotatE repo recipe).
+"""Base-model training, two recipes (``recipe`` in the model config):
+
+``one_vs_all`` (DistMult / ComplEx; Lacroix et al. 2018, facebookresearch/kbc ``learn.py``): every training
+triple (h, r, t) also gives the reciprocal query (t, r + R, ?); each query is scored against all entities
+with a softmax cross-entropy on the true answer, plus the weighted N3 penalty
+``n3 * sum(|lhs|^3 + |rel|^3 + |rhs|^3) / batch`` on the batch's factors (ComplEx: moduli of the complex
+coordinates), Adagrad, N(0, 1) * init_scale initialisation, one shuffled pass per epoch (last batch partial).
+
+``negative_sampling`` (below): the RotatE repo recipe.
 
 Loss (RotatE repo ``model.py: train_step``), per positive (h, r, t) and K negatives:
     -(w * log sigmoid(s_pos) + w * sum_k softmax(adv * s_neg)_k log sigmoid(-s_neg_k)) / 2
@@ -17,6 +25,7 @@ import hashlib
 import json
 import math
 import time
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -88,6 +97,75 @@ def fit(model: KGE, train: Tensor, hp: Any, steps: int, seed: int, log: LogFn, l
     return {"steps": steps, "final_loss": sum(losses[-50:]) / max(1, len(losses[-50:]))}
 
 
+def reciprocal_examples(train: Tensor, num_relations: int) -> Tensor:
+    """(h, r, t) and (t, r + R, h): every query becomes a tail query (kbc ``datasets.py``)."""
+    inverse = torch.stack([train[:, 2], train[:, 1] + num_relations, train[:, 0]], 1)
+    return torch.cat([train, inverse])
+
+
+def n3_factors(kind: str, *rows: Tensor) -> list[Tensor]:
+    """kbc's N3 factors: |x| per real coordinate (DistMult), the modulus per complex coordinate (ComplEx)."""
+    if kind == "complex":
+        return [torch.sqrt(re ** 2 + im ** 2) for re, im in (x.chunk(2, dim=-1) for x in rows)]
+    return [x.abs() for x in rows]
+
+
+def steps_per_epoch(num_train: int, batch_size: int) -> int:
+    return math.ceil(2 * num_train / batch_size)
+
+
+def fit_one_vs_all(model: KGE, train: Tensor, hp: Any, steps: int, seed: int, log: LogFn, log_every: int = 200,
+                   checkpoint: Callable[[int, float], bool] | None = None, checkpoint_every: int = 0) -> dict[str, Any]:
+    """1-vs-all cross-entropy with reciprocal relations and N3 (module docstring); ``steps`` optimiser steps.
+
+    ``checkpoint(step, train_seconds)`` runs every ``checkpoint_every`` steps outside the timed training
+    (budget curves evaluate there); returning True stops training early.
+    """
+    if model.kind not in ("distmult", "complex") or not model.reciprocal:
+        raise ValueError(f"the one_vs_all recipe needs a reciprocal DistMult/ComplEx, got {model.kind} "
+                         f"(reciprocal={model.reciprocal}); use recipe negative_sampling for distance models")
+    device = model.entity.device
+    gen = torch.Generator().manual_seed(seed)
+    examples = reciprocal_examples(train, model.num_relations).to(device)
+    opt = torch.optim.Adagrad([model.entity, model.relation], lr=hp.lr)
+    batch, n = int(hp.batch_size), len(examples)
+    step, losses, timed, perm, cursor = 0, [], 0.0, None, n
+    while step < steps:
+        started = time.perf_counter()
+        if cursor >= n:  # a fresh shuffled pass; the last batch of a pass may be partial (kbc)
+            perm, cursor = torch.randperm(n, generator=gen).to(device), 0
+        x = examples[perm[cursor:cursor + batch]]
+        cursor += batch
+        lhs, rel, rhs = model.entity[x[:, 0]], model.relation[x[:, 1]], model.entity[x[:, 2]]
+        q = context(model.kind, lhs, rel, 1, model.embedding_range)
+        loss = F.cross_entropy(q @ model.entity.T, x[:, 2])
+        if hp.n3:
+            loss = loss + hp.n3 * sum(f.pow(3).sum() for f in n3_factors(model.kind, lhs, rel, rhs)) / len(x)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+        step += 1
+        timed += time.perf_counter() - started
+        if not math.isfinite(losses[-1]):
+            raise FloatingPointError(f"loss became {losses[-1]} at step {step}; lower model.lr")
+        if step % log_every == 0:
+            log({"train_loss": sum(losses[-log_every:]) / log_every}, step)
+        if checkpoint is not None and checkpoint_every and step % checkpoint_every == 0 and checkpoint(step, timed):
+            break
+    return {"steps": step, "epochs": round(step / steps_per_epoch(len(train), batch), 3),
+            "final_loss": sum(losses[-50:]) / max(1, len(losses[-50:]))}
+
+
+def fit_recipe(model: KGE, train: Tensor, hp: Any, steps: int, seed: int, log: LogFn) -> dict[str, Any]:
+    recipe = hp.get("recipe", "negative_sampling")
+    if recipe == "one_vs_all":
+        return fit_one_vs_all(model, train, hp, steps, seed, log)
+    if recipe == "negative_sampling":
+        return fit(model, train, hp, steps, seed, log)
+    raise ValueError(f"unknown recipe '{recipe}'; valid: one_vs_all, negative_sampling")
+
+
 def cache_key(dataset: str, kind: str, hp: dict[str, Any], steps: int, seed: int) -> str:
     blob = json.dumps({"dataset": dataset, "kind": kind, "hp": hp, "steps": steps, "seed": seed,
                        "torch": torch.__version__}, sort_keys=True)
@@ -108,7 +186,7 @@ def train_or_load(model: KGE, dataset: str, train: Tensor, hp: Any, hp_dict: dic
             model.relation.copy_(saved["relation"])
         return saved["summary"] | {"from_cache": True}
     started = time.perf_counter()
-    summary = fit(model, train, hp, steps, seed, log)
+    summary = fit_recipe(model, train, hp, steps, seed, log)
     summary["train_seconds"] = round(time.perf_counter() - started, 2)
     if use_cache:
         with atomic_path(path) as tmp:

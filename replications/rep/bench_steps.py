@@ -1,0 +1,68 @@
+"""``python -m replications.rep.bench_steps [--steps N]``: CPU cost of one optimiser step of every base recipe.
+
+For each (dataset, model) of conf/paper/rep.yaml ``replicate``, builds the committed recipe (conf/model/rep_*.yaml),
+times N optimiser steps after 2 warm-up steps (CPU time of this process, one thread) and multiplies by the
+recipe's step count: the CPU hours a full training of that recipe costs on this CPU (one core), before any
+evaluation. It says nothing about the MRR reached (results/rep/budget/ does, for the recipe it measures).
+Writes results/rep/bench_steps.json with the command, commit, hardware and versions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from pathlib import Path
+
+import torch
+from omegaconf import OmegaConf
+
+from replications.rep import REPLICATION, base_steps, hparams
+from replications.rep.budget import compose
+from replications.rep.train import fit_recipe
+from shared.atomic import write_json_atomic
+from shared.runinfo import environment
+from shared.runner import PROJECT_ROOT
+
+OUT = PROJECT_ROOT / "results" / "rep" / "bench_steps.json"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--datasets", default="fb15k_237,wn18rr")
+    ap.add_argument("--models", default="transe,distmult,complex,rotate")
+    ap.add_argument("--override", action="append", default=[], help="a Hydra override (smoke tests)")
+    ap.add_argument("--out", default=str(OUT))
+    args = ap.parse_args(argv)
+    torch.set_num_threads(1)
+    rows = []
+    for dataset in args.datasets.split(","):
+        data = None
+        for name in args.models.split(","):
+            cfg = compose(dataset, name, args.override)
+            data = data or REPLICATION.load_data(cfg)
+            hp = hparams(cfg)
+            torch.manual_seed(0)
+            model = REPLICATION.build_model(cfg, data)
+            fit_recipe(model, data.train, OmegaConf.create(hp), 2, 0, lambda m, s: None)  # warm-up
+            started = time.process_time()
+            fit_recipe(model, data.train, OmegaConf.create(hp), args.steps, 1, lambda m, s: None)
+            per_step = (time.process_time() - started) / args.steps
+            total = base_steps(hp, len(data.train))
+            row = {"dataset": dataset, "model": name, "recipe": hp.get("recipe", "negative_sampling"),
+                   "dim": hp["dim"], "recipe_steps": total, "cpu_seconds_per_step": round(per_step, 4),
+                   "recipe_cpu_hours": round(per_step * total / 3600, 1)}
+            rows.append(row)
+            print(f"{dataset:9s} {name:8s} dim {hp['dim']:5d}  {per_step * 1000:8.1f} ms/step  x {total} steps = "
+                  f"{row['recipe_cpu_hours']} CPU h", flush=True)
+    write_json_atomic(Path(args.out), {"what": "CPU time per optimiser step of each committed base recipe, one thread",
+                                       "steps_timed": args.steps, "rows": rows,
+        "load_average_1_5_15min": os.getloadavg(), "semaphore": os.environ.get("KG_SEMAPHORE", "unknown"),
+        **environment()})
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
