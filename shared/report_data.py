@@ -58,6 +58,16 @@ class Headline:
 
 
 @dataclass
+class Claim:
+    """A paper's claim that is not one table number (a speed-up, a direction), with the status its own
+    protocol gave it (results/<paper>/*claim*.json, written by the paper's after_replicate hook)."""
+    text: str
+    source: str
+    verified: bool | None
+    status: str
+
+
+@dataclass
 class PaperSection:
     paper: str
     info: dict[str, Any]
@@ -68,6 +78,7 @@ class PaperSection:
     counts: dict[str, int]
     figures: list[str]  # PNG paths relative to the results root, the summary plot first
     links: list[str]  # .md pages relative to the results root, the detail page first
+    claims: list[Claim] = field(default_factory=list)
 
 
 @dataclass
@@ -171,6 +182,25 @@ def _links(root: Path, paper: str) -> list[str]:
     return [f"{paper}/{DETAIL_NAME}", *(f"{paper}/{name}" for name in pages)]
 
 
+def claims_of(root: Path, paper: str) -> list[Claim]:
+    """Every claim a paper's protocol judged: entries of `claims`/`checks` lists (text or claim, status or
+    verdict), or one top-level `claim` with its `verdict_scope`/`verdict`."""
+    found = []
+    for path in sorted((root / paper).glob("*claim*.json")):
+        data, error = _read_json(path)
+        if error or not isinstance(data, dict):
+            continue
+        entries = data.get("claims") or data.get("checks") or []
+        if isinstance(data.get("claim"), str):
+            entries = [{"text": data["claim"], "status": data.get("verdict_scope") or data.get("verdict"),
+                        "source": data.get("source", ""), "verified": data.get("verified")}]
+        for e in entries if isinstance(entries, list) else []:
+            text, status = e.get("text") or e.get("claim"), e.get("status") or e.get("verdict")
+            if text and status:
+                found.append(Claim(str(text), str(e.get("source") or ""), e.get("verified"), str(status)))
+    return found
+
+
 def section(root: Path, paper: str, records: list[dict[str, Any]], papers_dir: Path) -> PaperSection:
     reference = _paper_yaml(papers_dir, paper)
     info = reference if reference is not None else {}
@@ -182,7 +212,7 @@ def section(root: Path, paper: str, records: list[dict[str, Any]], papers_dir: P
     counts = Counter(r.status for r in rows)
     return PaperSection(paper=paper, info=info, headline_metric=metric, headline_models=models,
                         headlines=headlines, rows=rows, counts={s: counts.get(s, 0) for s in STATUSES},
-                        figures=_figures(root, paper), links=_links(root, paper))
+                        figures=_figures(root, paper), links=_links(root, paper), claims=claims_of(root, paper))
 
 
 def build_report(root: Path, papers_dir: Path) -> Report:

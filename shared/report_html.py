@@ -115,6 +115,15 @@ def _paper_section(s: PaperSection) -> str:
     return "".join(out) + "</section>"
 
 
+def _claims_table(report: Report) -> str:
+    rows = [[f'<a href="#{_e(s.paper)}">{_e(s.paper)}</a>', _e(c.text), _e(c.source),
+             {True: "yes", False: "no"}.get(c.verified, f.DASH), _e(c.status)] for s in report.papers for c in s.claims]
+    if not rows:
+        return ""
+    return ("<p><b>Claims</b> that are not one table number (speed-ups, directions), with the status each paper's "
+            "protocol measured for them:</p>" + _table(["paper", "claim", "source", "verified", "status"], rows))
+
+
 def _list(title: str, items: list[str]) -> str:
     return f"<p><strong>{_e(title)}</strong></p><ul>" + "".join(f"<li>{_e(i)}</li>" for i in items) + "</ul>"
 
@@ -124,7 +133,7 @@ def render_html(report: Report) -> str:
     machines = [f.machine(cpu, files) for cpu, files in report.machines.items()]
     body = [
         "<h1>Results</h1>", f"<p>{_e(f.INTRO)} Markdown version: <a href=\"README.md\">README.md</a>.</p>",
-        _headline_table(report), f"<p>{_e(f.COUNTS_NOTE)}</p>",
+        _headline_table(report), f"<p>{_e(f.COUNTS_NOTE)}</p>", _claims_table(report),
         f"<p><strong>Reference kinds</strong>, strongest first: {legend}. "
         "Each row names the kind it was judged against.</p>",
         _list("Machines: every CPU that ran a seed of a row on this page", machines),

@@ -35,6 +35,15 @@ def _headline_table(report: Report) -> list[str]:
                    "status", f.COUNTS_HEADER], rows)
 
 
+def _claims_table(report: Report) -> list[str]:
+    rows = [[f"[{s.paper}](#{s.paper})", c.text, c.source, {True: "yes", False: "no"}.get(c.verified, f.DASH), c.status]
+            for s in report.papers for c in s.claims]
+    if not rows:
+        return []
+    return ["**Claims** that are not one table number (speed-ups, directions), with the status each paper's protocol "
+            "measured for them:\n", *_table(["paper", "claim", "source", "verified", "status"], rows), ""]
+
+
 def _machines(report: Report) -> list[str]:
     lines = ["**Machines.** Every CPU that ran a seed of a row on this page, and the result files it ran:\n"]
     for cpu, files in report.machines.items():
@@ -62,7 +71,7 @@ def _paper_section(s: PaperSection) -> list[str]:
 
 def render_index(report: Report) -> str:
     parts = ["# Results\n", f.INTRO + " The same page with the plots inline: [index.html](index.html).\n",
-             *_headline_table(report), "", f.COUNTS_NOTE + "\n"]
+             *_headline_table(report), "", f.COUNTS_NOTE + "\n", *_claims_table(report)]
     parts.append("**Reference kinds**, strongest first: " + "; ".join(
         f"`{k}`: {v}" for k, v in f.kind_legend()) + ". Each row names the kind it was judged against.\n")
     parts += _machines(report)
