@@ -22,7 +22,7 @@ from torch import Tensor
 
 from replications.moe.gates import DTSGate
 from replications.moe.lm import GPT
-from replications.moe.lmtrain import autocast, batchify, lr_at, perplexity
+from replications.moe.lmtrain import autocast, batchify, lr_at, next_batch, perplexity
 from replications.moe.schedule import temperature
 from shared.config_check import given
 
@@ -75,10 +75,7 @@ def fit(cfg: DictConfig, model: GPT, train: Tensor, valid: Tensor, seed: int, lo
                 if sparse_step >= 0:
                     g.mode = "hard" if sparse_step >= hard_after else "soft"
                     g.temperature = temperature(sparse_step, evo.schedule, evo.t_max, evo.t_min, decay_steps)
-        if pos + p.seq_len + 1 > data.shape[1]:
-            pos = 0
-        x, y = data[:, pos:pos + p.seq_len], data[:, pos + 1:pos + p.seq_len + 1]
-        pos += p.seq_len
+        x, y, pos = next_batch(data, pos, p.seq_len)
         for group in optimizer.param_groups:
             group["lr"] = lr_at(step, steps, p.warmup_steps, p.lr)
         with autocast(device, precision):

@@ -47,6 +47,14 @@ def perplexity(model: GPT, stream: Tensor, seq_len: int, batch: int = 32, max_to
     return math.exp(total / x.numel())
 
 
+def next_batch(data: Tensor, pos: int, seq_len: int) -> tuple[Tensor, Tensor, int]:
+    """Inputs, next-token targets and the next position of a sequential pass over batchified data (wraps
+    to the start when the next window would run past the end)."""
+    if pos + seq_len + 1 > data.shape[1]:
+        pos = 0
+    return data[:, pos:pos + seq_len], data[:, pos + 1:pos + seq_len + 1], pos + seq_len
+
+
 def lr_at(step: int, total: int, warmup: int, peak: float) -> float:
     if step < warmup:
         return peak * (step + 1) / warmup

@@ -19,7 +19,7 @@ from omegaconf import DictConfig
 from torch import Tensor
 
 from replications.moe.lm import GPT
-from replications.moe.lmtrain import batchify, lr_at, perplexity
+from replications.moe.lmtrain import batchify, lr_at, next_batch, perplexity
 from shared.config_check import given
 
 
@@ -40,10 +40,7 @@ def fit(cfg: DictConfig, model: GPT, train: Tensor, valid: Tensor, log) -> dict[
     pos = 0
     for step in range(steps):
         t0 = time.perf_counter()
-        if pos + p.seq_len + 1 > data.shape[1]:
-            pos = 0
-        x, y = data[:, pos:pos + p.seq_len], data[:, pos + 1:pos + p.seq_len + 1]
-        pos += p.seq_len
+        x, y, pos = next_batch(data, pos, p.seq_len)
         for group in optimizer.param_groups:
             group["lr"] = lr_at(step, steps, p.warmup_steps, p.lr)
         nll, aux = model(x, y)
