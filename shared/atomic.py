@@ -41,3 +41,12 @@ def write_text_atomic(target: Path, text: str) -> None:
 
 def write_json_atomic(target: Path, obj: Any) -> None:
     write_text_atomic(target, json.dumps(obj, indent=2, sort_keys=False, default=str) + "\n")
+
+
+def save_figure_atomic(fig, target: Path, dpi: float | None = None) -> None:
+    """Write a matplotlib figure as a PNG atomically, then close it (open figures pile up over a sweep)."""
+    import matplotlib.pyplot as plt
+
+    with atomic_path(target) as tmp:
+        fig.savefig(tmp, format="png", dpi=dpi)
+    plt.close(fig)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from shared.atomic import atomic_path
+from shared.atomic import save_figure_atomic
 from shared.report_data import Row
 
 MAX_COLS, PANEL_W, PANEL_H, DPI = 4, 3.3, 2.8, 100
@@ -74,6 +74,4 @@ def plot_paper(paper: str, rows: list[Row], headline_models: tuple[str, ...], ou
     title = f"{paper}: reproduced (mean ± std over seeds) vs reference; bold: the paper's model"
     fig.suptitle(textwrap.fill(title, width=int(11 * fig_w)), fontsize=10)  # wrapped to fit narrow figures
     fig.tight_layout(rect=(0, 0.45 / height, 1, 1 - 0.35 / height))
-    with atomic_path(out) as tmp:
-        fig.savefig(tmp, format="png", dpi=DPI)
-    plt.close(fig)
+    save_figure_atomic(fig, out, dpi=DPI)

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import os
 import stat
+from pathlib import Path
 
 import pytest
 
-from shared.atomic import atomic_path, write_json_atomic, write_text_atomic
+from shared.atomic import atomic_path, save_figure_atomic, write_json_atomic, write_text_atomic
 
 
 @pytest.fixture
@@ -38,3 +39,26 @@ def test_failed_block_keeps_the_old_file_and_leaves_no_temporary(tmp_path):
             tmp.write_text("half")
             raise RuntimeError("interrupted")
     assert target.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["r.json"]
+
+
+def test_a_figure_that_fails_to_render_leaves_the_old_file_and_no_part_file(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    target = tmp_path / "plot.png"
+    target.write_bytes(b"old")
+    fig = plt.figure()
+
+    def broken(path, **kwargs):
+        Path(path).write_bytes(b"\x89PNG half")
+        raise RuntimeError("renderer died")
+
+    fig.savefig = broken
+    with pytest.raises(RuntimeError, match="renderer died"):
+        save_figure_atomic(fig, target)
+    assert target.read_bytes() == b"old" and [p.name for p in tmp_path.iterdir()] == ["plot.png"]
+    fig.savefig = lambda path, **kwargs: Path(path).write_bytes(b"\x89PNG new")
+    save_figure_atomic(fig, target, dpi=50)
+    assert target.read_bytes() == b"\x89PNG new" and not plt.fignum_exists(fig.number)  # written, and closed

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from shared.atomic import atomic_path, write_json_atomic, write_text_atomic
+from shared.atomic import save_figure_atomic, write_json_atomic, write_text_atomic
 
 ROOT = Path(__file__).resolve().parents[2] / "results"
 ORDER = ["evomoe", "dense", "switch", "gshard", "hash", "base"]
@@ -165,9 +165,7 @@ def plot(records: dict[str, dict[str, Any]], out: Path) -> None:
             title="Active experts over training")
     ax1.legend()
     fig.tight_layout()
-    with atomic_path(out) as tmp:
-        fig.savefig(tmp, dpi=120, format="png")
-    plt.close(fig)
+    save_figure_atomic(fig, out, dpi=120)
 
 
 def main(argv: list[str]) -> int:

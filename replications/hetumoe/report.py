@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from shared.atomic import atomic_path, write_json_atomic, write_text_atomic
+from shared.atomic import save_figure_atomic, write_json_atomic, write_text_atomic
 
 ROOT = Path(__file__).resolve().parents[2] / "results"
 PAPER = Path(__file__).with_name("paper.yaml")
@@ -129,9 +129,7 @@ def plot(all_rows: dict[str, list[dict[str, Any]]], out: Path) -> None:
         ax.legend(fontsize=8)
         ax.grid(alpha=0.3)
     fig.tight_layout()
-    with atomic_path(out) as tmp:
-        fig.savefig(tmp, dpi=100, format="png")
-    plt.close(fig)
+    save_figure_atomic(fig, out, dpi=100)
 
 
 def main(argv: list[str]) -> int:

@@ -27,7 +27,7 @@ import torch
 
 from replications.moe.costmodel import CostModel, fit
 from replications.moe.testbed import EmulatedCluster, _burst_kbit, testbed_unavailable_reason
-from shared.atomic import atomic_path, write_json_atomic, write_text_atomic
+from shared.atomic import save_figure_atomic, write_json_atomic, write_text_atomic
 from shared.runinfo import environment, git_state
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -260,9 +260,7 @@ def plot(record: dict, out: Path) -> None:
         ax.grid(alpha=0.3)
     axes[0][0].legend(fontsize=7)
     fig.tight_layout()
-    with atomic_path(out) as tmp:
-        fig.savefig(tmp, dpi=100, format="png")
-    plt.close(fig)
+    save_figure_atomic(fig, out, dpi=100)
 
 
 def parse_rates(text: str) -> list[float | None]:

@@ -67,8 +67,10 @@ def grouped_ffn(h: Tensor, counts: Tensor, w1: Tensor, b1: Tensor, w2: Tensor, b
     (padded=True or no torch._grouped_mm): a batched matmul over a [E, C_max, d] buffer."""
     E = counts.shape[0]
     extra = [] if norm is None else list(norm)
-    if h.shape[0] == 0:
-        return h.new_zeros(0, w2.shape[2]) + 0 * sum(t.sum() for t in (w1, b1, w2, b2, *extra))
+    if h.shape[0] == 0:  # no rows, but keep h in the graph: an expert-parallel rank that received no tokens
+        # must still run the all-to-all's backward, or the other ranks wait for it forever (collectives in
+        # backward follow each rank's graph, so every rank's graph must have the same collectives)
+        return h.new_zeros(0, w2.shape[2]) + 0 * sum(t.sum() for t in (h, w1, b1, w2, b2, *extra))
     expert = torch.repeat_interleave(torch.arange(E, device=h.device), counts)
     if norm is not None:
         h = h * norm[0].index_select(0, expert) + norm[1].index_select(0, expert)

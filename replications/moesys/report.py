@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from shared.atomic import atomic_path, write_json_atomic, write_text_atomic
+from shared.atomic import save_figure_atomic, write_json_atomic, write_text_atomic
 
 ROOT = Path(__file__).resolve().parents[2] / "results"
 PAPER = Path(__file__).with_name("paper.yaml")
@@ -121,9 +121,7 @@ def plot_ring(record: dict[str, Any], out: Path) -> None:
     fig.suptitle("Ring-memory inference on CPU: measured (solid) vs modelled sum_i max(compute_i, load_i+k-1) (dashed)",
                  fontsize=9)
     fig.tight_layout()
-    with atomic_path(out) as tmp:
-        fig.savefig(tmp, dpi=110, format="png")
-    plt.close(fig)
+    save_figure_atomic(fig, out, dpi=110)
 
 
 def plot_elastic(record: dict[str, Any], out: Path) -> None:
@@ -148,9 +146,7 @@ def plot_elastic(record: dict[str, Any], out: Path) -> None:
            title="Elastic EP training: a rank leaves and rejoins (torchrun, gloo)")
     ax.legend(fontsize=7)
     fig.tight_layout()
-    with atomic_path(out) as tmp:
-        fig.savefig(tmp, dpi=110, format="png")
-    plt.close(fig)
+    save_figure_atomic(fig, out, dpi=110)
 
 
 def gpu_section(folder: Path) -> list[str]:

@@ -20,7 +20,7 @@ from matplotlib.ticker import FixedLocator, NullFormatter, ScalarFormatter  # no
 from omegaconf import DictConfig, OmegaConf  # noqa: E402
 
 from replications.ppocrv3 import bootstrap  # noqa: E402
-from shared.atomic import atomic_path, write_text_atomic  # noqa: E402
+from shared.atomic import save_figure_atomic, write_text_atomic  # noqa: E402
 
 ORDER = ["ppocrv2", "ppocrv3", "ppocrv4", "tesseract"]
 LABEL = {"ppocrv2": "PP-OCRv2", "ppocrv3": "PP-OCRv3", "ppocrv4": "PP-OCRv4", "tesseract": "Tesseract 5"}
@@ -220,9 +220,7 @@ def plot_pr(details: dict[str, dict[str, dict]], target: Path, inter: dict[str, 
             ax.grid(alpha=0.3)
     fig.suptitle(f"accuracy vs speed, 1 thread; latency from the {source}", fontsize=11)
     fig.tight_layout()
-    with atomic_path(target) as tmp:
-        fig.savefig(tmp, format="png", dpi=110)
-    plt.close(fig)
+    save_figure_atomic(fig, target, dpi=110)
 
 
 def plot_examples(ds: str, rows: dict[str, dict], target: Path) -> None:
@@ -255,9 +253,7 @@ def plot_examples(ds: str, rows: dict[str, dict], target: Path) -> None:
             ax.set_title(f"{LABEL.get(name, name)} — {image_id}", fontsize=9)
             ax.axis("off")
     fig.tight_layout()
-    with atomic_path(target) as tmp:
-        fig.savefig(tmp, format="png", dpi=90)
-    plt.close(fig)
+    save_figure_atomic(fig, target, dpi=90)
 
 
 def update(root: Path, cfg: DictConfig | None = None) -> None:

@@ -21,7 +21,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
 
 from replications.ppstructurev2.table import structure_of_html  # noqa: E402
-from shared.atomic import write_text_atomic  # noqa: E402
+from shared.atomic import save_figure_atomic, write_text_atomic  # noqa: E402
 from shared.reference import load_paper  # noqa: E402
 
 PAPER = Path(__file__).with_name("paper.yaml")
@@ -107,9 +107,7 @@ def table_figure(details: dict, out: Path) -> None:
                                                f"TEDS {100 * r['teds']:.1f}, TEDS-S {100 * r['teds_struct']:.1f})")
         draw_table(ax_row[2], ex["true_html"], "ground truth")
     fig.tight_layout()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=130)
-    plt.close(fig)
+    save_figure_atomic(fig, out, dpi=130)
 
 
 COLORS = {"text": "tab:blue", "title": "tab:red", "figure": "tab:green", "figure_caption": "tab:olive",
@@ -134,9 +132,7 @@ def layout_figure(details: dict, wanted: list[str], out: Path) -> None:
         ax.set_axis_off()
         ax.set_title(f"{r['image_id']}: CDLA PicoDet (colour) vs PubLayNet boxes (dashed)", fontsize=8)
     fig.tight_layout()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
+    save_figure_atomic(fig, out, dpi=110)
 
 
 def _f(v: float | None, digits: int = 2) -> str:

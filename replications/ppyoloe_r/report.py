@@ -19,7 +19,7 @@ from scipy import stats as sstats
 from torch.utils.flop_counter import FlopCounterMode
 
 from replications.ppyoloe_r.model import PPYOLOER, SIZES, reparameterize, trainable_parameters
-from shared.atomic import atomic_path, write_json_atomic, write_text_atomic
+from shared.atomic import save_figure_atomic, write_json_atomic, write_text_atomic
 from shared.data import DataError
 from shared.reference import load_paper
 from shared.runinfo import environment
@@ -189,9 +189,7 @@ def plot_curve(out: Path) -> None:
     ax.set_title("PP-YOLOE-R-s from scratch, procedural data")
     ax.legend(loc="lower right")
     fig.tight_layout()
-    with atomic_path(out / "learning_curve.png") as tmp:
-        fig.savefig(tmp, format="png")
-    plt.close(fig)
+    save_figure_atomic(fig, out / "learning_curve.png")
 
 
 def weights_path(dataset: str, scale: str, seed: int) -> Path:
@@ -250,9 +248,7 @@ def plot_dota_examples(out: Path, scale: str, seed: int = 1) -> None:
     fig.legend(handles=handles, loc="lower center", ncol=len(CLASS_NAMES), fontsize=8)
     fig.suptitle("Synthetic-trained PP-YOLOE-R-s on real DOTA example images: the split / merge path, not a metric\n"
                  f"({size}-px patches, gap {size // 4}; {dropped} detections longer than a patch not drawn)", fontsize=10)
-    with atomic_path(out / "dota_examples.png") as tmp:
-        fig.savefig(tmp, format="png")
-    plt.close(fig)
+    save_figure_atomic(fig, out / "dota_examples.png")
 
 
 def write(results_root: Path, cfg=None) -> None:

@@ -24,7 +24,7 @@ import torch
 from replications.rep import REPLICATION, hparams
 from replications.rep.evaluate import filtered_metrics
 from replications.rep.train import fit_one_vs_all, steps_per_epoch
-from shared.atomic import write_json_atomic
+from shared.atomic import save_figure_atomic, write_json_atomic
 from shared.reference import load_paper, reported_for
 from shared.runinfo import environment, peak_memory_mb
 from shared.runner import PROJECT_ROOT
@@ -149,7 +149,7 @@ def plot(folder: Path) -> Path:
         ax.grid(alpha=0.3)
     fig.tight_layout()
     out = folder / "budget.png"
-    fig.savefig(out, dpi=120)
+    save_figure_atomic(fig, out, dpi=120)
     return out
 
 

@@ -20,7 +20,7 @@ import yaml
 from scipy import stats
 
 from replications.ta_moe.train import mean_dispatch
-from shared.atomic import atomic_path, write_json_atomic, write_text_atomic
+from shared.atomic import save_figure_atomic, write_json_atomic, write_text_atomic
 
 ROOT = Path(__file__).resolve().parents[2] / "results"
 PAPER = Path(__file__).with_name("paper.yaml")
@@ -257,9 +257,7 @@ def plot(records: dict[str, dict[str, Any]], out: Path) -> None:
     ax.legend()
     fig.suptitle("Dispatch over the emulated 2 x 2 cluster, last 10% of steps (red lines: node boundary)")
     fig.tight_layout()
-    with atomic_path(out) as tmp:
-        fig.savefig(tmp, dpi=120, format="png")
-    plt.close(fig)
+    save_figure_atomic(fig, out, dpi=120)
 
 
 def main(argv: list[str]) -> int:
