@@ -78,3 +78,17 @@ def test_doubled_gradient_bug_is_caught(results):
     buggy = results[2]["switch_buggy_sync"]["grad.moe.w1"]
     torch.testing.assert_close(results[2]["switch_buggy_sync"]["loss"], results[1]["switch"]["loss"])
     assert not torch.allclose(buggy, ref, rtol=1e-3, atol=1e-6)
+
+
+EIGHT = "switch,gshard_drop,base,hash,dts_hard"
+
+
+def test_eight_ranks_with_one_expert_each_finish_and_match(tmp_path):
+    """W = 8, E = 8: 4 tokens per rank, so some ranks receive no token for their expert. Their backward must
+    still run the all-to-alls (it once deadlocked: the empty expert FFN cut its input out of the graph).
+    Flat, and HetuMoE's hierarchical all-to-all over 2 nodes of 4."""
+    ref = launch(1, tmp_path / "w1.pt", "--experts", "8", "--gates", EIGHT)
+    assert_same(ref, launch(8, tmp_path / "w8.pt", "--experts", "8", "--gates", EIGHT), 8)
+    hier = launch(8, tmp_path / "h8.pt", "--experts", "8", "--gates", EIGHT, "--a2a", "hierarchical",
+                  "--ranks-per-node", "4")
+    assert_same(ref, hier, 8)
