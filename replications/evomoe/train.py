@@ -22,7 +22,7 @@ from torch import Tensor
 
 from replications.moe.gates import DTSGate
 from replications.moe.lm import GPT
-from replications.moe.lmtrain import autocast, batchify, lr_at, next_batch, perplexity
+from replications.moe.lmtrain import autocast, batchify, next_batch, perplexity, train_step
 from replications.moe.schedule import temperature
 from shared.config_check import given
 
@@ -76,15 +76,7 @@ def fit(cfg: DictConfig, model: GPT, train: Tensor, valid: Tensor, seed: int, lo
                     g.mode = "hard" if sparse_step >= hard_after else "soft"
                     g.temperature = temperature(sparse_step, evo.schedule, evo.t_max, evo.t_min, decay_steps)
         x, y, pos = next_batch(data, pos, p.seq_len)
-        for group in optimizer.param_groups:
-            group["lr"] = lr_at(step, steps, p.warmup_steps, p.lr)
-        with autocast(device, precision):
-            nll, aux = model(x, y)
-        loss = nll + m.aux_weight * aux
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), p.clip_norm)
-        optimizer.step()
+        nll, aux = train_step(model, optimizer, x, y, step, steps, p, m.aux_weight, autocast(device, precision))
         train_seconds += time.perf_counter() - t0
         tokens += x.numel()
         layers = model.moe_layers()

@@ -59,3 +59,20 @@ def lr_at(step: int, total: int, warmup: int, peak: float) -> float:
     if step < warmup:
         return peak * (step + 1) / warmup
     return peak * max(0.0, (total - step) / max(1, total - warmup))
+
+
+def train_step(model: GPT, optimizer: torch.optim.Optimizer, x: Tensor, y: Tensor, step: int, steps: int, p,
+               aux_weight: float, precision_ctx=None) -> tuple[Tensor, Tensor]:
+    """One optimiser step of the protocol: the step's learning rate (`lr_at`), loss = NLL + aux_weight * aux,
+    backward, gradient clipping at p.clip_norm, step. `p` is the paper's protocol block (lr, warmup_steps,
+    clip_norm); `precision_ctx` an `autocast(...)` context for the forward. Returns (nll, aux), not detached."""
+    for group in optimizer.param_groups:
+        group["lr"] = lr_at(step, steps, p.warmup_steps, p.lr)
+    with precision_ctx if precision_ctx is not None else nullcontext():
+        nll, aux = model(x, y)
+    loss = nll + aux_weight * aux
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), p.clip_norm)
+    optimizer.step()
+    return nll, aux
