@@ -108,3 +108,21 @@ def test_tagger_learns_a_planted_layout_signal():
     model.eval()
     accuracy = (model(ids, bbox, mask, units).argmax(-1) == labels).float().mean()
     assert accuracy > 0.9
+
+
+def test_same_seed_same_training():
+    from replications.mmlayout.train import fit, per_doc_counts, predict
+
+    windows = encode.encode_split([form()] * 4, FakeTokenizer(), "lines", max_len=16)
+
+    def run(seed: int) -> tuple[list[float], list[list[int]]]:
+        torch.manual_seed(seed)
+        model = Tagger(backbone.tiny(hidden=32, layers=1, heads=2), len(LABELS), unit_layers=1, unit_heads=2,
+                       unit_ff_dim=64)
+        summary = fit(model, windows, epochs=2, batch_size=2, lr=1e-3, new_lr=1e-3, weight_decay=0.01,
+                      warmup_frac=0.1, clip_norm=1.0, seed=seed)
+        pred = predict(model, windows, [form()] * 4)
+        return [p["train_loss"] for p in summary["curve"]], per_doc_counts([form()] * 4, pred)
+
+    assert run(3) == run(3)
+    assert run(3)[0] != run(4)[0]
