@@ -347,7 +347,7 @@ def plot_example(records: dict[str, dict[str, Any]], seeds: list[int], doc_id: s
     handles = [Rectangle((0, 0), 1, 1, fill=False, color=c, label=k.lower()) for k, c in COLOURS.items()]
     fig.legend(handles=handles, loc="lower center", ncol=3, fontsize=8)
     fig.suptitle(f"FUNSD test form {doc_id}", fontsize=9)
-    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    fig.tight_layout(rect=(0, 0.04, 1, 0.95))
     with atomic_path(path) as tmp:
         fig.savefig(tmp, format="png", dpi=110)
     plt.close(fig)
