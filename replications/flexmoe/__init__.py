@@ -87,11 +87,22 @@ class FlexMoEReplication(Replication):
         return out
 
     def after_replicate(self, cfg: DictConfig) -> None:
-        """Called by `python -m replications.replicate flexmoe`: the simulator on the traces, the testbed
-        all-to-all (where root + ip netns exist), the tables, claim checks and figures."""
-        from replications.flexmoe import report  # lazy: keeps `python -m replications.flexmoe.report` warning-free
+        """Called by `python -m replications.replicate flexmoe`: the simulator on the traces (modelled), the
+        testbed all-to-all (measured; where root + ip netns exist, and not at smoke scale), then the tables,
+        claim checks and figures."""
+        from replications.flexmoe import a2a_bench, report, simulate  # lazy: keeps `python -m ...` warning-free
+        from replications.moe.testbed import testbed_unavailable_reason
 
-        report.main([str(result_path(cfg).parents[2])])
+        root = result_path(cfg).parents[2]
+        simulate.main([str(root)])
+        reason = testbed_unavailable_reason()
+        if cfg.scale.name == "smoke":
+            print("flexmoe: the testbed all-to-all is not measured at smoke scale")
+        elif reason:
+            print(f"flexmoe: the testbed all-to-all is not measured: {reason}")
+        else:
+            a2a_bench.main(["--out", str(root / "flexmoe")])
+        report.main([str(root)])
 
 
 REPLICATION = FlexMoEReplication()
