@@ -157,16 +157,19 @@ def claim_checks(records, sim_summary, premise, a2a) -> list[dict[str, Any]]:
 
 
 def table(records, premise, sim, sim_summary, a2a_raw, a2a, checks) -> str:
+    any_r = next(iter(records.values())) if records else None
+    seeds = len(any_r["runs"]) if any_r else 0
+    window = any_r["config"]["paper"]["protocol"]["window"] if any_r else "?"
     lines = ["# FlexMoE on CPU: routing traces, a placement simulator (modelled), a replicated expert (measured)", "",
              "Traces: the shared WikiText-2 GPT-MoE (2 MoE layers, d 128; replications/moe/lm.py), every step's "
-             "routed token-expert choices per expert (before capacity drops), 3 seeds per setting "
-             "(replications/flexmoe/train.py). Windows of 10 steps; TV = total-variation distance between "
+             f"routed token-expert choices per expert (before capacity drops), {seeds} seed(s) per setting "
+             f"(replications/flexmoe/train.py). Windows of {window} steps; TV = total-variation distance between "
              "consecutive windows' load shares; noise floor = the same distance for two multinomial draws from one "
              "share vector (replications/flexmoe/stats.py). Mean ± std over seeds, mean over the two layers.", "",
              "## 1. The premise, measured", "",
              "| setting | test PPL | imbalance max/mean (all steps) | first half | second half | TV consecutive | "
              "noise floor | TV / floor | Spearman consecutive | Spearman 5 windows apart | hot-expert changes | "
-             "dropped | wall time (3 seeds) |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "dropped | wall time (all seeds) |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, r in records.items():
         def v(m: str, d: int = 2, r: dict = r) -> str:
             return fmt(seed_values(r, m), d)
@@ -174,10 +177,10 @@ def table(records, premise, sim, sim_summary, a2a_raw, a2a, checks) -> str:
                      f"{v('imbalance_second_half')} | {v('tv_consecutive', 3)} | {v('tv_noise_floor', 3)} | "
                      f"{v('tv_over_noise', 1)} | {v('spearman_consecutive')} | {v('spearman_lagged')} | "
                      f"{v('hot_expert_changes', 1)} | {v('dropped_fraction', 3)} | {r['wall_seconds'] / 60:.1f} min |")
-    any_r = next(iter(records.values())) if records else None
     if any_r is not None:
         p = any_r["config"]["paper"]["protocol"]
-        lines += ["", f"{p['steps']} optimiser steps per seed, batch {p['batch_size']} x {p['seq_len']} tokens, "
+        steps = any_r["runs"][0]["train"]["steps"]
+        lines += ["", f"{steps} optimiser steps per seed, batch {p['batch_size']} x {p['seq_len']} tokens, "
                   f"{p['trace_sources']} trace sources (one sequence each). Figure: premise.png."]
     if sim is not None:
         k = sim["constants"]
@@ -191,7 +194,7 @@ def table(records, premise, sim, sim_summary, a2a_raw, a2a, checks) -> str:
                   f"interval {k['flexmoe']['interval']} steps, {k['flexmoe']['extra_slots']} extra slot per rank, "
                   f"at most {k['flexmoe']['max_ops']} operations per decision, trigger max/mean > "
                   f"{k['flexmoe']['threshold']} (all our choices). Model: replications/flexmoe/stepmodel.py; "
-                  "policies: policies.py. Mean over 3 seeds of the mean step time (two MoE layers).", "",
+                  "policies: policies.py. Mean over seeds of the mean step time (two MoE layers).", "",
                   "| setting | link | " + " | ".join(POLICY_NAMES[p] + " ms" for p in POLICY_NAMES) +
                   " | static / FlexMoE | FasterMoE / FlexMoE | static / FasterMoE | order (fastest first) | "
                   "FlexMoE ops (mean per run) | FasterMoE shadowed per step |",
@@ -275,7 +278,7 @@ def plot_premise(records: dict[str, dict[str, Any]], folder: Path, out: Path) ->
         axes[1].plot(np.arange(1, len(tvs[0]) + 1) * window, np.mean(tvs, axis=0), label=name)
     axes[0].set(title="imbalance per step (max/mean expert load; layers, seeds averaged; 5-step mean)",
                 xlabel="optimiser step", ylabel="max / mean")
-    axes[1].set(title="TV distance between consecutive 10-step windows", xlabel="optimiser step", ylabel="TV")
+    axes[1].set(title="TV distance between consecutive windows", xlabel="optimiser step", ylabel="TV")
     for ax in axes[:2]:
         ax.legend(fontsize=8)
     first = next(iter(records.values()))
@@ -283,7 +286,7 @@ def plot_premise(records: dict[str, dict[str, Any]], folder: Path, out: Path) ->
     loads = np.load(folder / "traces" / run["train"]["trace"])["routed"].sum(2)[:, 0].astype(float)
     w = stats.shares(stats.windows(loads, int(first["config"]["paper"]["protocol"]["window"])))
     im = axes[2].imshow(w.T, aspect="auto", cmap="viridis", interpolation="nearest")
-    axes[2].set(title=f"{first['model']} seed {run['seed']} layer 0: load share per 10-step window",
+    axes[2].set(title=f"{first['model']} seed {run['seed']} layer 0: load share per window",
                 xlabel="window", ylabel="expert")
     fig.colorbar(im, ax=axes[2])
     _save(fig, out)
