@@ -180,7 +180,10 @@ def table(records, premise, sim, sim_summary, a2a_raw, a2a, checks) -> str:
     if any_r is not None:
         p = any_r["config"]["paper"]["protocol"]
         steps = any_r["runs"][0]["train"]["steps"]
-        lines += ["", f"{steps} optimiser steps per seed, batch {p['batch_size']} x {p['seq_len']} tokens, "
+        lines += ["", "Read with the figure: imbalance and window-to-window change are largest early (steps 10-50) and "
+                  "decay as training settles and the learning rate decays linearly to 0 at the last step; the "
+                  "second-half figures are what a long run's steady state would look like at best.",
+                  "", f"{steps} optimiser steps per seed, batch {p['batch_size']} x {p['seq_len']} tokens, "
                   f"{p['trace_sources']} trace sources (one sequence each). Figure: premise.png."]
     if sim is not None:
         k = sim["constants"]
@@ -276,7 +279,7 @@ def plot_premise(records: dict[str, dict[str, Any]], folder: Path, out: Path) ->
         smooth = np.convolve(c, np.ones(5) / 5, mode="valid")
         axes[0].plot(np.arange(len(smooth)) + 3, smooth, label=name)
         axes[1].plot(np.arange(1, len(tvs[0]) + 1) * window, np.mean(tvs, axis=0), label=name)
-    axes[0].set(title="imbalance per step (max/mean expert load; layers, seeds averaged; 5-step mean)",
+    axes[0].set(title="imbalance per step (max/mean load; 5-step mean)",
                 xlabel="optimiser step", ylabel="max / mean")
     axes[1].set(title="TV distance between consecutive windows", xlabel="optimiser step", ylabel="TV")
     for ax in axes[:2]:
