@@ -108,7 +108,7 @@ def test_simulator_report_and_claims_on_tiny_results(tmp_path):
             per = [stats.summarise(routed.sum(2)[:, i], 10) for i in range(2)]
             metrics = {"test_ppl": 50.0 + seed, "dropped_fraction": 0.1,
                        **{key: float(np.mean([p[key] for p in per])) for key in per[0]}}
-            runs.append({"seed": seed, "metrics": metrics, "train": {"trace": path.name}})
+            runs.append({"seed": seed, "metrics": metrics, "train": {"trace": path.name, "steps": 40}})
         record = {"model": cfg.model.name, "config": OmegaConf.to_container(cfg, resolve=True), "runs": runs,
                   "wall_seconds": 1.0, "environment": {"hardware": {"cpu": "test", "torch_threads": 1}}}
         (folder / "wikitext2").mkdir(parents=True, exist_ok=True)
