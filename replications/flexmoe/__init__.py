@@ -1,0 +1,108 @@
+"""FlexMoE (Nie et al., SIGMOD 2023, arXiv 2304.03946): dynamic expert placement against routing imbalance and
+fluctuation. No official code exists (fact sheet); what runs here, on CPU:
+
+1. the premise, measured: per-step expert loads of the shared WikiText-2 GPT-MoE (Switch / GShard gates, E = 8
+   and 16; models of this package), their imbalance and fluctuation (train.py, stats.py);
+2. a trace-driven simulator of step time (modelled, not measured) for static placement, FasterMoE's
+   shadowing and a reconstruction of FlexMoE's replicate / shrink / migrate heuristic (simulate.py,
+   policies.py, stepmodel.py), run by ``after_replicate`` on the recorded traces;
+3. expert replication for real (replicated.py: replicas of a heavy expert split its tokens, their gradients
+   all-reduced inside the replica group; tests/test_flexmoe_replication.py), and its all-to-all time on the
+   emulated testbed (a2a_bench.py), also run by ``after_replicate`` where the testbed is available.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from omegaconf import DictConfig, OmegaConf
+
+from replications.flexmoe import stats
+from replications.flexmoe.train import fit
+from replications.moe import wikitext
+from replications.moe.lm import GPT
+from replications.moe.lmtrain import perplexity
+from shared.atomic import atomic_path
+from shared.replication import LogFn, Replication
+from shared.runner import result_path
+
+
+def trace_path(cfg: DictConfig, seed: int) -> Path:
+    """results/flexmoe/traces/<dataset>_<model>_s<seed>.npz beside the result files (smoke: its results_dir)."""
+    return result_path(cfg).parents[1] / "traces" / f"{cfg.dataset.name}_{cfg.model.name}_s{seed}.npz"
+
+
+class FlexMoEReplication(Replication):
+    name = "flexmoe"
+    paper_file = Path(__file__).with_name("paper.yaml")
+
+    def load_data(self, cfg: DictConfig) -> wikitext.Corpus:
+        if cfg.dataset.name != "wikitext2":
+            raise ValueError(f"flexmoe has no loader for dataset '{cfg.dataset.name}'; valid: wikitext2")
+        return wikitext.load()
+
+    def build_model(self, cfg: DictConfig, data: wikitext.Corpus) -> GPT:
+        p, m = cfg.paper.protocol, cfg.model
+        if m.gate not in ("switch", "gshard"):
+            raise ValueError(f"flexmoe records Switch and GShard routing; got gate '{m.gate}' (valid: switch, gshard)")
+        if m.gate == "gshard" and m.gate_options.get("second_policy", "sampling") == "random":
+            raise ValueError("second_policy 'random' unselects second choices; the traces count every top-k "
+                             "choice as routed, so use 'sampling' or 'top'")
+        options = OmegaConf.to_container(m.gate_options, resolve=True) if m.get("gate_options") else {}
+        return GPT(len(data.vocab), p.d_model, p.heads, p.layers, p.seq_len, m.ffn_hidden, m.gate,
+                   m.num_experts, options, list(p.cutoffs), p.div_value, p.dropout)
+
+    def train(self, cfg: DictConfig, model: GPT, data: wikitext.Corpus, seed: int, log: LogFn) -> dict[str, Any]:
+        threads = cfg.paper.protocol.get("threads")
+        if threads:
+            torch.set_num_threads(int(threads))
+        summary, routed, kept = fit(cfg, model, data.train, data.valid, log)
+        path = trace_path(cfg, seed)
+        with atomic_path(path) as tmp:
+            with open(tmp, "wb") as f:
+                np.savez_compressed(f, routed=routed, kept=kept)
+        window = int(cfg.paper.protocol.window)
+        loads = routed.sum(2)  # [steps, layers, E]
+        per_layer = [stats.summarise(loads[:, i], window) for i in range(loads.shape[1])]
+        summary.update(trace=path.name, trace_shape={"routed": list(routed.shape), "kept": list(kept.shape)},
+                       per_layer=per_layer,
+                       dropped_fraction=float(1 - kept.sum() / max(routed.sum(), 1)))
+        self._summary = summary
+        return summary
+
+    def evaluate(self, cfg: DictConfig, model: GPT, data: wikitext.Corpus) -> dict[str, float]:
+        p, s = cfg.paper.protocol, self._summary
+        limit = p.smoke_eval_tokens if cfg.scale.name == "smoke" else None
+        layer_mean = {k: float(np.mean([la[k] for la in s["per_layer"]])) for k in s["per_layer"][0]}
+        out = {"valid_ppl": perplexity(model, data.valid, p.seq_len, max_tokens=limit),
+               "test_ppl": perplexity(model, data.test, p.seq_len, max_tokens=limit),
+               "dropped_fraction": s["dropped_fraction"], "train_tokens_per_s": s["train_tokens_per_s"]}
+        for key in ("imbalance_mean", "imbalance_first_half", "imbalance_second_half", "tv_consecutive",
+                    "tv_noise_floor", "tv_over_noise", "spearman_consecutive", "spearman_lagged",
+                    "hot_expert_changes"):
+            out[key] = layer_mean[key]  # mean over the MoE layers
+        return out
+
+    def after_replicate(self, cfg: DictConfig) -> None:
+        """Called by `python -m replications.replicate flexmoe`: the simulator on the traces (modelled), the
+        testbed all-to-all (measured; where root + ip netns exist, and not at smoke scale), then the tables,
+        claim checks and figures."""
+        from replications.flexmoe import a2a_bench, report, simulate  # lazy: keeps `python -m ...` warning-free
+        from replications.moe.testbed import testbed_unavailable_reason
+
+        root = result_path(cfg).parents[2]
+        simulate.main([str(root)])
+        reason = testbed_unavailable_reason()
+        if cfg.scale.name == "smoke":
+            print("flexmoe: the testbed all-to-all is not measured at smoke scale")
+        elif reason:
+            print(f"flexmoe: the testbed all-to-all is not measured: {reason}")
+        else:
+            a2a_bench.main(["--out", str(root / "flexmoe")])
+        report.main([str(root)])
+
+
+REPLICATION = FlexMoEReplication()
