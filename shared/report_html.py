@@ -97,9 +97,9 @@ def _paper_section(s: PaperSection) -> str:
     out = [f'<section id="{_e(s.paper)}"><h2>{_e(s.paper)}</h2>']
     if info.get("title"):
         commit = f" @ {_e(str(code['commit'])[:10])}" if code.get("commit") else ""
-        url = _e(code.get("url", ""))
-        out.append(f"<p><em>{_e(info['title'])}</em> ({_e(info.get('venue', ''))}); official code "
-                   f'<a href="{url}">{url}</a>{commit}.</p>')
+        url = _e(code.get("url") or "")
+        where = f'official code <a href="{url}">{url}</a>{commit}' if url else "no official code"
+        out.append(f"<p><em>{_e(info['title'])}</em> ({_e(info.get('venue', ''))}); {where}.</p>")
     pages = ", ".join(f'<a href="{_e(p)}">{_e(PurePosixPath(p).name)}</a>' for p in s.links)
     out.append(f"<p>Headline: <code>{_e(s.headline_metric)}</code> of {_e(f.headline_models(s))}. "
                f"Pages: {pages}.</p>")

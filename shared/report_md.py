@@ -55,8 +55,9 @@ def _paper_section(s: PaperSection) -> list[str]:
     info, code = s.info, s.info.get("code") or {}
     lines = [f"## {s.paper}\n"]
     if info.get("title"):
-        lines.append(f"*{info['title']}* ({info.get('venue', '')}); official code {code.get('url', f.DASH)}"
-                     + (f" @ {str(code['commit'])[:10]}" if code.get("commit") else "") + ".\n")
+        where = (f"official code {code['url']}" + (f" @ {str(code['commit'])[:10]}" if code.get("commit") else "")
+                 if code.get("url") else "no official code")
+        lines.append(f"*{info['title']}* ({info.get('venue', '')}); {where}.\n")
     pages = ", ".join(f"[{PurePosixPath(p).name}]({p})" for p in s.links)
     lines.append(f"Headline: `{s.headline_metric}` of {f.headline_models(s)}. Every test metric with sources and "
                  f"hardware, and the paper's own pages: {pages}.\n")

@@ -146,3 +146,15 @@ def test_claims_files_of_each_shape_reach_the_page(tmp_path):
     section = type("S", (), {"paper": "p", "claims": claims})()
     lines = _claims_table(type("R", (), {"papers": [section]})())
     assert any("| [p](#p) | ladder | Fig. 3 | no | direction supported |" == line for line in lines)
+
+
+def test_a_paper_without_official_code_says_so_on_both_pages(tmp_path):
+    root = write_synthetic(tmp_path)
+    yaml_path = tmp_path / "replications" / "toy" / "paper.yaml"
+    text = yaml_path.read_text()
+    start, end = text.index("code: {url:"), text.index("reported:")
+    yaml_path.write_text(text[:start] + "code: {url: null}\n" + text[end:])
+    write_report(root, plots=False)
+    md, html = (root / "README.md").read_text(), (root / "index.html").read_text()
+    assert "no official code" in md and "no official code" in html
+    assert "official code None" not in md and 'href=""' not in html
