@@ -19,7 +19,7 @@ from omegaconf import DictConfig
 from torch import Tensor
 
 from replications.moe.lm import GPT
-from replications.moe.lmtrain import batchify, lr_at, next_batch, perplexity
+from replications.moe.lmtrain import batchify, next_batch, perplexity, train_step
 from shared.config_check import given
 
 
@@ -74,14 +74,7 @@ def fit(cfg: DictConfig, model: GPT, train: Tensor, valid: Tensor, log) -> dict[
         for step in range(steps):
             t0 = time.perf_counter()
             x, y, pos = next_batch(data, pos, p.seq_len)
-            for group in optimizer.param_groups:
-                group["lr"] = lr_at(step, steps, p.warmup_steps, p.lr)
-            nll, aux = model(x, y)
-            loss = nll + m.aux_weight * aux
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), p.clip_norm)
-            optimizer.step()
+            nll, aux = train_step(model, optimizer, x, y, step, steps, p, m.aux_weight)
             seconds += time.perf_counter() - t0
             tokens += x.numel()
             r, k = recorder.take()
