@@ -22,6 +22,7 @@ import torch
 import torch.distributed as dist
 
 from replications.flexmoe.replicated import replica_ranks, slot_counts
+from replications.moe.comm_worker import timed_dispatch_combine
 
 
 def skewed_counts(tokens: int, E: int, hot_share: float) -> list[int]:
@@ -33,19 +34,6 @@ def skewed_counts(tokens: int, E: int, hot_share: float) -> list[int]:
 def splits(counts: list[int], placement: list[list[int]]) -> list[int]:
     """Rows this source sends to each rank (every source routes alike)."""
     return [sum(s) for s in slot_counts(counts, placement)]
-
-
-def timed_a2a(send: list[int], recv: list[int], d_model: int) -> float:
-    x = torch.ones(sum(send), d_model)
-    got = torch.empty(sum(recv), d_model)
-    back = torch.empty(sum(send), d_model)
-    dist.barrier()
-    start = time.perf_counter()
-    dist.all_to_all_single(got, x, recv, send)  # dispatch
-    dist.all_to_all_single(back, got, send, recv)  # combine
-    elapsed = torch.tensor([time.perf_counter() - start], dtype=torch.float64)
-    dist.all_reduce(elapsed, op=dist.ReduceOp.MAX)
-    return float(elapsed)
 
 
 def timed_allreduce(buf: torch.Tensor, group, member: bool) -> float:
@@ -75,11 +63,11 @@ def main() -> None:
         for _ in range(int(plan["warmup"])):
             for p in placements.values():
                 s = splits(counts, p)
-                timed_a2a(s, [s[rank]] * world, int(plan["d_model"]))
+                timed_dispatch_combine(s, [s[rank]] * world, int(plan["d_model"]))
         for _ in range(int(plan["trials"])):
             for name, p in placements.items():
                 s = splits(counts, p)  # every source sends alike, so rank r receives s[r] from each source
-                rows[name].setdefault(str(share), []).append(timed_a2a(s, [s[rank]] * world, int(plan["d_model"])))
+                rows[name].setdefault(str(share), []).append(timed_dispatch_combine(s, [s[rank]] * world, int(plan["d_model"])))
     allreduce: dict[str, list[float]] = {}
     for name, p in placements.items():
         for e in range(E):

@@ -24,6 +24,21 @@ from replications.moe.hierarchical import hierarchical_all_to_all_raw, hierarchy
 from replications.moe.testbed import ranks_per_node, worker_emit, worker_init
 
 
+def timed_dispatch_combine(send: list[int], recv: list[int], d_model: int) -> float:
+    """Seconds of one dispatch + combine all-to-all pair (rows of d_model fp32 values; send[j] rows to rank j,
+    recv[j] from it), after a barrier; the slowest rank's time, the same on every rank."""
+    x = torch.ones(sum(send), d_model)
+    got = torch.empty(sum(recv), d_model)
+    back = torch.empty(sum(send), d_model)
+    dist.barrier()
+    start = time.perf_counter()
+    dist.all_to_all_single(got, x, recv, send)  # dispatch
+    dist.all_to_all_single(back, got, send, recv)  # combine
+    elapsed = torch.tensor([time.perf_counter() - start], dtype=torch.float64)
+    dist.all_reduce(elapsed, op=dist.ReduceOp.MAX)
+    return float(elapsed)
+
+
 def timed_a2a(op: str, B: int, W: int, G: int) -> list[float]:
     """[total] for flat; [total, network, copies] for hier: the leaders' gather + exchange + scatter time
     and their two layout transforms (memory copies, which 4-8 processes on 2 cores make CPU-bound)."""

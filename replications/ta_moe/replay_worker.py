@@ -22,20 +22,13 @@ import time
 import torch
 import torch.distributed as dist
 
+from replications.moe.comm_worker import timed_dispatch_combine
+
 
 def replay(matrix: list[list[int]], rank: int, d_model: int) -> float:
     send = [int(n) for n in matrix[rank]]
     recv = [int(row[rank]) for row in matrix]
-    x = torch.ones(sum(send), d_model)
-    got = torch.empty(sum(recv), d_model)
-    back = torch.empty(sum(send), d_model)
-    dist.barrier()
-    start = time.perf_counter()
-    dist.all_to_all_single(got, x, recv, send)  # dispatch
-    dist.all_to_all_single(back, got, send, recv)  # combine
-    elapsed = torch.tensor([time.perf_counter() - start], dtype=torch.float64)
-    dist.all_reduce(elapsed, op=dist.ReduceOp.MAX)
-    return float(elapsed)
+    return timed_dispatch_combine(send, recv, d_model)
 
 
 def roundtrip_mbit(rank: int, peer: int, mib: float) -> float | None:
