@@ -114,6 +114,19 @@ def scan(root: Path) -> tuple[list[dict[str, Any]], list[str], list[str]]:
     return records, unfinished, unreadable
 
 
+def complete_records(folder: Path, names: list[str]) -> dict[str, dict[str, Any]]:
+    """A paper page's own inputs: <folder>/<name>.json for each name, in that order, where it exists and is not
+    marked unfinished (`"complete": false`: a half-finished run never reaches a table)."""
+    out = {}
+    for name in names:
+        path = folder / f"{name}.json"
+        if path.exists():
+            record = json.loads(path.read_text())
+            if record.get("complete", True) is not False:
+                out[name] = record
+    return out
+
+
 def load_results(root: Path) -> list[dict[str, Any]]:
     """Only complete, full-scale records: a half-finished or smoke run never reaches the tables."""
     return scan(root)[0]

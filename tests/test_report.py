@@ -158,3 +158,13 @@ def test_a_paper_without_official_code_says_so_on_both_pages(tmp_path):
     md, html = (root / "README.md").read_text(), (root / "index.html").read_text()
     assert "no official code" in md and "no official code" in html
     assert "official code None" not in md and 'href=""' not in html
+
+
+def test_complete_records_keep_the_given_order_and_drop_unfinished_runs(tmp_path):
+    from shared.report_data import complete_records
+
+    (tmp_path / "a.json").write_text(json.dumps({"complete": True, "runs": [1]}))
+    (tmp_path / "b.json").write_text(json.dumps({"complete": False, "runs": []}))
+    (tmp_path / "c.json").write_text(json.dumps({"runs": [2]}))  # hand-written, no flag: not marked unfinished
+    got = complete_records(tmp_path, ["c", "b", "missing", "a"])
+    assert list(got) == ["c", "a"] and got["a"]["runs"] == [1]

@@ -9,7 +9,6 @@ with a 95% Student-t interval: "agrees" if the whole interval is > 0, "contradic
 
 from __future__ import annotations
 
-import json
 import math
 import sys
 from pathlib import Path
@@ -19,6 +18,7 @@ import numpy as np
 from scipy import stats
 
 from shared.atomic import save_figure_atomic, write_json_atomic, write_text_atomic
+from shared.report_data import complete_records
 
 ROOT = Path(__file__).resolve().parents[2] / "results"
 ORDER = ["evomoe", "dense", "switch", "gshard", "hash", "base"]
@@ -28,14 +28,7 @@ CLAIM = ("EvoMoE outperforms existing baselines, including Switch, BASE Layer, H
 
 
 def load(folder: Path) -> dict[str, dict[str, Any]]:
-    out = {}
-    for name in ORDER:
-        path = folder / f"{name}.json"
-        if path.exists():
-            record = json.loads(path.read_text())
-            if record.get("complete"):
-                out[name] = record
-    return out
+    return complete_records(folder, ORDER)
 
 
 def per_seed(record: dict[str, Any], metric: str) -> dict[int, float]:

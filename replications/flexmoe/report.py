@@ -19,6 +19,7 @@ import yaml
 from scipy import stats as sstats
 
 from shared.atomic import atomic_path, write_json_atomic, write_text_atomic
+from shared.report_data import complete_records
 
 ROOT = Path(__file__).resolve().parents[2] / "results"
 PAPER = Path(__file__).with_name("paper.yaml")
@@ -31,14 +32,7 @@ POLICY_NAMES = {"static": "static (DeepSpeed-like)", "fastermoe": "FasterMoE sha
 
 
 def load(folder: Path) -> dict[str, dict[str, Any]]:
-    out = {}
-    for name in ORDER:
-        path = folder / f"{name}.json"
-        if path.exists():
-            record = json.loads(path.read_text())
-            if record.get("complete", True):
-                out[name] = record
-    return out
+    return complete_records(folder, ORDER)
 
 
 def seed_values(record: dict[str, Any], metric: str) -> list[float]:

@@ -21,6 +21,7 @@ from scipy import stats
 
 from replications.ta_moe.train import mean_dispatch
 from shared.atomic import save_figure_atomic, write_json_atomic, write_text_atomic
+from shared.report_data import complete_records
 
 ROOT = Path(__file__).resolve().parents[2] / "results"
 PAPER = Path(__file__).with_name("paper.yaml")
@@ -30,14 +31,7 @@ LAST = 0.1  # the learnt pattern: the last 10% of training steps
 
 
 def load(folder: Path) -> dict[str, dict[str, Any]]:
-    out = {}
-    for name in ORDER:
-        path = folder / f"{name}.json"
-        if path.exists():
-            record = json.loads(path.read_text())
-            if record.get("complete", True):
-                out[name] = record
-    return out
+    return complete_records(folder, ORDER)
 
 
 def per_seed(record: dict[str, Any], metric: str) -> dict[int, float]:
