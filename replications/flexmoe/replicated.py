@@ -21,7 +21,7 @@ from torch import Tensor, nn
 
 from replications.moe.dist import all_to_all, world
 from replications.moe.gates import Gate
-from replications.moe.layer import grouped_ffn
+from replications.moe.layer import grouped_ffn, kept_by_expert
 
 
 def check_placement(placement: list[list[int]], num_experts: int, world_size: int) -> None:
@@ -112,10 +112,7 @@ class ReplicatedMoELayer(nn.Module):
         shape = x.shape
         xf = x.reshape(-1, self.d_model)
         r = self.gate(xf, token_ids)
-        tok, slot = r.keep.nonzero(as_tuple=True)
-        exp = r.expert[tok, slot]
-        order = torch.argsort(exp, stable=True)
-        tok, exp, w = tok[order], exp[order], r.weight[tok, slot][order]
+        tok, exp, w = kept_by_expert(r)
         counts = torch.bincount(exp, minlength=self.num_experts).tolist()
         v = torch.tensor([s for e, n in enumerate(counts) for s, part in
                           zip(self.replica_slots[e], split_rows(n, len(self.replica_slots[e]))) for _ in range(part)],

@@ -23,6 +23,7 @@ from torch import Tensor, nn
 
 from replications.moe.dist import all_to_all, world
 from replications.moe.gates import Gate
+from replications.moe.routing import Routing
 
 
 class _GroupedMM(torch.autograd.Function):
@@ -141,10 +142,7 @@ class MoELayer(nn.Module):
         shape = x.shape
         xf = x.reshape(-1, self.d_model)
         r = self.gate(xf, token_ids)
-        tok, slot = r.keep.nonzero(as_tuple=True)
-        exp = r.expert[tok, slot]
-        order = torch.argsort(exp, stable=True)
-        tok, exp, w = tok[order], exp[order], r.weight[tok, slot][order]
+        tok, exp, w = kept_by_expert(r)
         counts = torch.bincount(exp, minlength=self.num_experts)
         h = xf.index_select(0, tok)
         if self.residual_branch:
@@ -182,6 +180,15 @@ class MoELayer(nn.Module):
             from replications.moe.hierarchical import hierarchical_all_to_all, local_world_size
             return hierarchical_all_to_all(x, send, recv, self.ranks_per_node or local_world_size())
         return all_to_all(x, send, recv, self.group)
+
+
+def kept_by_expert(r: Routing) -> tuple[Tensor, Tensor, Tensor]:
+    """(token, expert, combine weight) of every kept assignment, sorted by expert (stable: token order within
+    an expert), the order the grouped expert FFN consumes."""
+    tok, slot = r.keep.nonzero(as_tuple=True)
+    exp = r.expert[tok, slot]
+    order = torch.argsort(exp, stable=True)
+    return tok[order], exp[order], r.weight[tok, slot][order]
 
 
 def sync_grads(model: nn.Module, group=None) -> None:
