@@ -21,9 +21,7 @@ class EvoMoEReplication(Replication):
     paper_file = Path(__file__).with_name("paper.yaml")
 
     def load_data(self, cfg: DictConfig) -> wdata.Corpus:
-        if cfg.dataset.name != "wikitext2":
-            raise ValueError(f"evomoe has no loader for dataset '{cfg.dataset.name}'; valid: wikitext2")
-        return wdata.load()
+        return wdata.load_for(cfg.dataset.name, self.name)
 
     def build_model(self, cfg: DictConfig, data: wdata.Corpus) -> GPT:
         p, m = cfg.paper.protocol, cfg.model

@@ -40,9 +40,7 @@ class FlexMoEReplication(Replication):
     paper_file = Path(__file__).with_name("paper.yaml")
 
     def load_data(self, cfg: DictConfig) -> wikitext.Corpus:
-        if cfg.dataset.name != "wikitext2":
-            raise ValueError(f"flexmoe has no loader for dataset '{cfg.dataset.name}'; valid: wikitext2")
-        return wikitext.load()
+        return wikitext.load_for(cfg.dataset.name, self.name)
 
     def build_model(self, cfg: DictConfig, data: wikitext.Corpus) -> GPT:
         p, m = cfg.paper.protocol, cfg.model

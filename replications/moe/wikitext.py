@@ -67,3 +67,10 @@ def load() -> Corpus:
     except KeyError as exc:
         raise DataError(f"wikitext-2: token {exc} of valid/test is not in the train vocabulary") from exc
     return Corpus(vocab, ids["train"], ids["valid"], ids["test"])
+
+
+def load_for(dataset: str, paper: str) -> Corpus:
+    """`load()` for a paper whose protocol runs on WikiText-2 only: any other dataset name is a clear error."""
+    if dataset != "wikitext2":
+        raise ValueError(f"{paper} has no loader for dataset '{dataset}'; valid: wikitext2")
+    return load()

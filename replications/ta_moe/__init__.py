@@ -24,9 +24,7 @@ class TAMoEReplication(Replication):
     paper_file = Path(__file__).with_name("paper.yaml")
 
     def load_data(self, cfg: DictConfig) -> wikitext.Corpus:
-        if cfg.dataset.name != "wikitext2":
-            raise ValueError(f"ta_moe has no loader for dataset '{cfg.dataset.name}'; valid: wikitext2")
-        return wikitext.load()
+        return wikitext.load_for(cfg.dataset.name, self.name)
 
     def gate_options(self, cfg: DictConfig) -> tuple[dict[str, Any], dict[str, Any]]:
         """The gate's options (world size, topology row source) and the resolved cluster bandwidths."""
