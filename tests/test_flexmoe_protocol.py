@@ -13,10 +13,10 @@ import torch
 
 from replications.flexmoe import REPLICATION, report, simulate, trace_path
 from replications.flexmoe.train import fit
-from replications.moe.wikitext import Corpus
 from shared.runner import run
 from shared.seeding import seed_everything
 from tests.conftest import compose_cfg, needs_mirror
+from tests.test_ta_moe_train import tiny_corpus  # the same 60-word random corpus
 
 
 @pytest.fixture(autouse=True)
@@ -34,12 +34,6 @@ TINY = ["paper=flexmoe", "dataset=wikitext2", "scale=smoke", "tracker=none", "pa
         "paper.protocol.layers=2", "paper.protocol.warmup_steps=2", "paper.protocol.cutoffs=[20,40]",
         "paper.protocol.curve_points=4", "paper.protocol.curve_valid_tokens=64", "paper.protocol.window=2",
         "model.ffn_hidden=32"]
-
-
-def tiny_corpus() -> Corpus:
-    g = torch.Generator().manual_seed(0)
-    return Corpus([f"w{i}" for i in range(60)], torch.randint(0, 60, (4000,), generator=g),
-                  torch.randint(0, 60, (500,), generator=g), torch.randint(0, 60, (500,), generator=g))
 
 
 def train_tiny(choice: str, seed: int = 1, *over: str):
