@@ -1,0 +1,26 @@
+"""The MoE layer benchmark's statistics: paired ratios, their bootstrap interval and the verdict rule."""
+
+from replications.moe.bench import TARGET, bootstrap_median, markdown, matmul_pair, verdict
+
+
+def test_bootstrap_interval_brackets_the_median_and_verdict_follows_it():
+    values = [0.70, 0.72, 0.74, 0.76, 0.78, 0.80, 0.82]
+    lo, hi = bootstrap_median(values)
+    assert 0.70 <= lo <= 0.76 <= hi <= 0.82
+    assert bootstrap_median(values) == (lo, hi)  # seeded: the same interval every run
+    row = {"flop_rate_ratio": 0.83, "ratio_ci95": [0.81, 0.85]}
+    assert verdict(row) == "met"
+    assert verdict({**row, "ratio_ci95": [0.78, 0.85]}) == "met (median)"
+    assert verdict({"flop_rate_ratio": 0.79, "ratio_ci95": [0.77, 0.81]}) == "not met (median)"
+    assert verdict({"flop_rate_ratio": 0.70, "ratio_ci95": [0.68, TARGET - 0.01]}) == "missed"
+
+
+def test_matmul_pair_times_both_sides_and_the_table_shows_the_interval():
+    t_grouped, t_dense = matmul_pair([3, 0, 5], 8, 12, 12)
+    assert t_grouped > 0 and t_dense > 0
+    row = {"gate": "hash", "experts": 8, "k": 1, "expert_hidden": 1024, "kept_assignments": 2048, "tokens": 2048,
+           "moe_tokens_per_s": 1.0, "dense_tokens_per_s": 1.0, "moe_gflops": 1.0, "dense_gflops": 1.0,
+           "flop_rate_ratio": 0.84, "ratio_ci95": [0.80, 0.88], "matmul_ceiling": 0.90}
+    env = {"hardware": {"cpu": "test"}, "git_commit": "abcdef0", "git_dirty": False}
+    text = markdown({"threads": 1, "reps": 3, "load_average_after": [0, 0, 0], "environment": env, "rows": [row]})
+    assert "| hash | 8 | 1 | 1024 | 2048/2048 |" in text and "0.84 [0.80, 0.88] | 0.90 | met |" in text
