@@ -87,8 +87,8 @@ class TopKGate(Gate):
 
     def forward(self, x: Tensor, token_ids: Tensor | None = None) -> Routing:
         T, E = x.shape[0], self.num_experts
-        if self.training and self.jitter > 0:
-            x = x * (1 - self.jitter + 2 * self.jitter * self._noise(x, x.shape[1]))
+        if self.training and self.jitter > 0:  # the noise tensor is fresh: scale it in place
+            x = x * self._noise(x, x.shape[1]).mul_(2 * self.jitter).add_(1 - self.jitter)
         logits = self.proj(x)
         probs = F.softmax(logits, dim=-1)
         if self.k == 2 and self.variant == "gshard":

@@ -26,14 +26,22 @@ from replications.moe.gates import Gate
 from replications.moe.routing import Routing
 
 
-class _GroupedMM(torch.autograd.Function):
-    """x [N, d] (rows sorted by group, group g ends at offs[g]) times w [G, d, h] -> [N, h]; one kernel.
-    Backward computes only the gradients autograd asks for (an input that needs none costs no matmul)."""
+class _GroupedLinear(torch.autograd.Function):
+    """x [N, d] (rows sorted by group; group g is rows ends[g-1]..ends[g]) times w [G, d, h], plus each
+    group's bias b [G, h] -> [N, h], with one grouped-matmul kernel. The bias is added in place, one
+    slice per group, rather than as a gathered [N, h] bias tensor: that gather, its add and its
+    scatter-add backward cost ~10 % of the layer on CPU (results/moe/BENCHMARK.md). Backward computes
+    only the gradients autograd asks for (an input that needs none costs no matmul)."""
 
     @staticmethod
-    def forward(ctx, x: Tensor, w: Tensor, offs: Tensor) -> Tensor:
+    def forward(ctx, x: Tensor, w: Tensor, b: Tensor, offs: Tensor, ends: list[int]) -> Tensor:
         ctx.save_for_backward(x, w, offs)
-        return torch._grouped_mm(x, w, offs=offs)
+        ctx.ends = ends
+        y = torch._grouped_mm(x, w, offs=offs)
+        for g, (start, end) in enumerate(zip([0, *ends[:-1]], ends)):
+            if end > start:
+                y[start:end].add_(b[g])
+        return y
 
     @staticmethod
     def backward(ctx, grad: Tensor):
@@ -41,7 +49,12 @@ class _GroupedMM(torch.autograd.Function):
         grad = grad.contiguous()
         gx = torch._grouped_mm(grad, w.transpose(1, 2), offs=offs) if ctx.needs_input_grad[0] else None
         gw = torch._grouped_mm(x.t(), grad, offs=offs) if ctx.needs_input_grad[1] else None  # x_g^T grad_g
-        return gx, gw, None
+        gb = None
+        if ctx.needs_input_grad[2]:
+            gb = grad.new_empty(w.shape[0], grad.shape[1])
+            for g, (start, end) in enumerate(zip([0, *ctx.ends[:-1]], ctx.ends)):
+                torch.sum(grad[start:end], 0, out=gb[g])  # an empty group sums to zeros
+        return gx, gw, gb, None, None
 
 
 def _grouped_mm_works() -> bool:
@@ -85,8 +98,9 @@ def grouped_ffn(h: Tensor, counts: Tensor, w1: Tensor, b1: Tensor, w2: Tensor, b
         grouped = GROUPED_MM and h.dtype == torch.bfloat16 and h.shape[1] % 8 == 0 and w1.shape[2] % 8 == 0
     if grouped if padded is None else not padded:
         offs = counts.cumsum(0).to(torch.int32)
-        z = F.gelu(_GroupedMM.apply(h.contiguous(), w1, offs) + b1.index_select(0, expert))
-        return _GroupedMM.apply(z, w2, offs) + b2.index_select(0, expert)
+        ends = offs.tolist()
+        z = F.gelu(_GroupedLinear.apply(h.contiguous(), w1, b1, offs, ends))
+        return _GroupedLinear.apply(z, w2, b2, offs, ends)
     cap = int(counts.max())
     starts = counts.cumsum(0) - counts
     slot = expert * cap + (torch.arange(h.shape[0], device=h.device) - starts[expert])
@@ -152,7 +166,7 @@ class MoELayer(nn.Module):
         else:
             out = self._expert_parallel(h, counts)
         # under autocast the experts may run in bf16: combine in the input's precision
-        y = torch.zeros_like(xf).index_add(0, tok, (out * w.unsqueeze(1)).to(xf.dtype))
+        y = xf.new_zeros(xf.shape).index_add_(0, tok, (out * w.unsqueeze(1)).to(xf.dtype))
         if r.residual is not None:
             y = y + r.residual.unsqueeze(1) * xf
         self.last_stats = {**r.stats, "expert_load": counts.tolist()}
