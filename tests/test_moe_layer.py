@@ -101,3 +101,20 @@ def test_grouped_and_padded_kernels_agree_in_value_and_gradient():
     for a, b in zip(*grads):
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(grads[0][0][:4], F.gelu(h[:4] @ w1[0] + b1[0]) @ w2[0] + b2[0])
+
+
+def test_per_expert_norm_affine_matches_explicit_experts_in_value_and_gradient():
+    torch.manual_seed(2)
+    shapes = [(3, 8, 12), (3, 12), (3, 12, 8), (3, 8), (3, 8), (3, 8)]
+    w1, b1, w2, b2, gain, bias = [torch.randn(*s, requires_grad=True) for s in shapes]
+    h, counts = torch.randn(9, 8, requires_grad=True), torch.tensor([4, 0, 5])
+    params = [h, w1, b1, w2, b2, gain, bias]
+    out = grouped_ffn(h, counts, w1, b1, w2, b2, norm=(gain, bias))
+    got = torch.autograd.grad(out.square().sum(), params)
+    rows = [(0, slice(0, 4)), (2, slice(4, 9))]  # expert 1 has no rows: its gain and bias get zero gradient
+    ref = torch.cat([F.gelu((h[r] * gain[e] + bias[e]) @ w1[e] + b1[e]) @ w2[e] + b2[e] for e, r in rows])
+    want = torch.autograd.grad(ref.square().sum(), params, allow_unused=True)
+    torch.testing.assert_close(out, ref)
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, torch.zeros_like(g) if w is None else w, rtol=1e-5, atol=1e-5)
+    assert got[5][1].abs().sum() == 0 and got[6][1].abs().sum() == 0

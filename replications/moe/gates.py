@@ -202,15 +202,15 @@ class BaseGate(Gate):
         self.centroids = nn.Parameter(centroids)
 
     def forward(self, x: Tensor, token_ids: Tensor | None = None) -> Routing:
-        with torch.no_grad():
-            scores = x @ self.centroids.t()  # [T, E]
+        logits = x @ self.centroids.t()  # [T, E]; routing reads it without gradient, alpha with
+        scores = logits.detach()
         if self.training:
             rank, W = world(self.group)
             all_scores = all_gather_cat(scores, self.group)  # identical auction on every rank
             expert = balanced_assignment(all_scores.cpu()).to(x.device)[rank * x.shape[0]:(rank + 1) * x.shape[0]]
         else:
             expert = scores.argmax(-1)
-        alpha = torch.sigmoid((x * self.centroids[expert]).sum(-1, keepdim=True))  # [T, 1], differentiable
+        alpha = torch.sigmoid(logits.gather(1, expert.unsqueeze(1)))  # [T, 1]: sigmoid(x . c_e), differentiable
         keep = torch.ones_like(alpha, dtype=torch.bool)
         return Routing(expert.unsqueeze(1), alpha, keep, x.new_zeros(()), residual=torch.ones_like(alpha.squeeze(1)),
                        stats=_stats(keep, keep))

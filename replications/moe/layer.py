@@ -26,6 +26,13 @@ from replications.moe.gates import Gate
 from replications.moe.routing import Routing
 
 
+def _segments(ends: list[int]):
+    """(group, start, end) of every non-empty group of rows sorted by group, group g ending at ends[g]."""
+    for g, (start, end) in enumerate(zip([0, *ends[:-1]], ends)):
+        if end > start:
+            yield g, start, end
+
+
 class _GroupedLinear(torch.autograd.Function):
     """x [N, d] (rows sorted by group; group g is rows ends[g-1]..ends[g]) times w [G, d, h], plus each
     group's bias b [G, h] -> [N, h], with one grouped-matmul kernel. The bias is added in place, one
@@ -38,9 +45,8 @@ class _GroupedLinear(torch.autograd.Function):
         ctx.save_for_backward(x, w, offs)
         ctx.ends = ends
         y = torch._grouped_mm(x, w, offs=offs)
-        for g, (start, end) in enumerate(zip([0, *ends[:-1]], ends)):
-            if end > start:
-                y[start:end].add_(b[g])
+        for g, start, end in _segments(ends):
+            y[start:end].add_(b[g])
         return y
 
     @staticmethod
@@ -51,10 +57,41 @@ class _GroupedLinear(torch.autograd.Function):
         gw = torch._grouped_mm(x.t(), grad, offs=offs) if ctx.needs_input_grad[1] else None  # x_g^T grad_g
         gb = None
         if ctx.needs_input_grad[2]:
-            gb = grad.new_empty(w.shape[0], grad.shape[1])
-            for g, (start, end) in enumerate(zip([0, *ctx.ends[:-1]], ctx.ends)):
-                torch.sum(grad[start:end], 0, out=gb[g])  # an empty group sums to zeros
+            gb = grad.new_zeros(w.shape[0], grad.shape[1])  # an empty group's bias gets zeros
+            for g, start, end in _segments(ctx.ends):
+                torch.sum(grad[start:end], 0, out=gb[g])
         return gx, gw, gb, None, None
+
+
+class _GroupedAffine(torch.autograd.Function):
+    """h [N, d] (rows sorted by group) -> h * gain[g] + bias[g] for each group's rows: BASE's per-expert
+    LayerNorm affine, one slice per group rather than gathered [N, d] gain and bias tensors."""
+
+    @staticmethod
+    def forward(ctx, h: Tensor, gain: Tensor, bias: Tensor, ends: list[int]) -> Tensor:
+        ctx.save_for_backward(h, gain)
+        ctx.ends = ends
+        out = torch.empty_like(h)
+        for g, start, end in _segments(ends):
+            torch.mul(h[start:end], gain[g], out=out[start:end])
+            out[start:end].add_(bias[g])
+        return out
+
+    @staticmethod
+    def backward(ctx, grad: Tensor):
+        h, gain = ctx.saved_tensors
+        gh = torch.empty_like(grad) if ctx.needs_input_grad[0] else None
+        gg = gain.new_zeros(gain.shape) if ctx.needs_input_grad[1] else None
+        gb = gain.new_zeros(gain.shape) if ctx.needs_input_grad[2] else None
+        for g, start, end in _segments(ctx.ends):
+            rows = grad[start:end]
+            if gh is not None:
+                torch.mul(rows, gain[g], out=gh[start:end])
+            if gg is not None:
+                torch.sum(rows * h[start:end], 0, out=gg[g])
+            if gb is not None:
+                torch.sum(rows, 0, out=gb[g])
+        return gh, gg, gb, None
 
 
 def _grouped_mm_works() -> bool:
@@ -85,9 +122,10 @@ def grouped_ffn(h: Tensor, counts: Tensor, w1: Tensor, b1: Tensor, w2: Tensor, b
         # must still run the all-to-all's backward, or the other ranks wait for it forever (collectives in
         # backward follow each rank's graph, so every rank's graph must have the same collectives)
         return h.new_zeros(0, w2.shape[2]) + 0 * sum(t.sum() for t in (h, w1, b1, w2, b2, *extra))
-    expert = torch.repeat_interleave(torch.arange(E, device=h.device), counts)
+    offs = counts.cumsum(0).to(torch.int32)
+    ends = offs.tolist()
     if norm is not None:
-        h = h * norm[0].index_select(0, expert) + norm[1].index_select(0, expert)
+        h = _GroupedAffine.apply(h.contiguous(), norm[0], norm[1], ends)
     kind = h.device.type
     if torch.is_autocast_enabled(kind):  # autocast does not reach the private grouped kernel: cast by hand
         dtype = torch.get_autocast_dtype(kind)
@@ -97,10 +135,9 @@ def grouped_ffn(h: Tensor, counts: Tensor, w1: Tensor, b1: Tensor, w2: Tensor, b
     else:  # CUDA kernel: bf16, rows 16-byte aligned
         grouped = GROUPED_MM and h.dtype == torch.bfloat16 and h.shape[1] % 8 == 0 and w1.shape[2] % 8 == 0
     if grouped if padded is None else not padded:
-        offs = counts.cumsum(0).to(torch.int32)
-        ends = offs.tolist()
         z = F.gelu(_GroupedLinear.apply(h.contiguous(), w1, b1, offs, ends))
         return _GroupedLinear.apply(z, w2, b2, offs, ends)
+    expert = torch.repeat_interleave(torch.arange(E, device=h.device), counts)
     cap = int(counts.max())
     starts = counts.cumsum(0) - counts
     slot = expert * cap + (torch.arange(h.shape[0], device=h.device) - starts[expert])
@@ -166,9 +203,9 @@ class MoELayer(nn.Module):
         else:
             out = self._expert_parallel(h, counts)
         # under autocast the experts may run in bf16: combine in the input's precision
-        y = xf.new_zeros(xf.shape).index_add_(0, tok, (out * w.unsqueeze(1)).to(xf.dtype))
-        if r.residual is not None:
-            y = y + r.residual.unsqueeze(1) * xf
+        # combine into the residual term (BASE, its own residual branch) or into zeros, in place
+        y = xf.new_zeros(xf.shape) if r.residual is None else r.residual.unsqueeze(1) * xf
+        y = y.index_add_(0, tok, (out * w.unsqueeze(1)).to(xf.dtype))
         self.last_stats = {**r.stats, "expert_load": counts.tolist()}
         return y.view(shape), r.aux
 
