@@ -1,6 +1,6 @@
 """The MoE layer benchmark's statistics: paired ratios, their bootstrap interval and the verdict rule."""
 
-from replications.moe.bench import TARGET, bootstrap_median, markdown, matmul_pair, verdict
+from replications.moe.bench import TARGET, bootstrap_median, markdown, matmul_pair, plot, verdict
 
 
 def test_bootstrap_interval_brackets_the_median_and_verdict_follows_it():
@@ -15,7 +15,7 @@ def test_bootstrap_interval_brackets_the_median_and_verdict_follows_it():
     assert verdict({"flop_rate_ratio": 0.70, "ratio_ci95": [0.68, TARGET - 0.01]}) == "missed"
 
 
-def test_matmul_pair_times_both_sides_and_the_table_shows_the_interval():
+def test_matmul_pair_times_both_sides_and_the_table_and_plot_show_the_interval(tmp_path):
     t_grouped, t_dense = matmul_pair([3, 0, 5], 8, 12, 12)
     assert t_grouped > 0 and t_dense > 0
     row = {"gate": "hash", "experts": 8, "k": 1, "expert_hidden": 1024, "kept_assignments": 2048, "tokens": 2048,
@@ -24,3 +24,6 @@ def test_matmul_pair_times_both_sides_and_the_table_shows_the_interval():
     env = {"hardware": {"cpu": "test"}, "git_commit": "abcdef0", "git_dirty": False}
     text = markdown({"threads": 1, "reps": 3, "load_average_after": [0, 0, 0], "environment": env, "rows": [row]})
     assert "| hash | 8 | 1 | 1024 | 2048/2048 |" in text and "0.84 [0.80, 0.88] | 0.90 | met |" in text
+    record = {"threads": 1, "environment": env, "rows": [row]}
+    plot(record, {**record, "rows": [{**row, "flop_rate_ratio": 0.7}]}, tmp_path / "b.png")
+    assert (tmp_path / "b.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

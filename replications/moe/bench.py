@@ -12,7 +12,8 @@ each MoE pass is timed right beside a dense pass, the cases take turns round-rob
 every case), and the ratio reported is the median over pairs with a bootstrap 95 % interval over pairs.
 The `matmul ceiling` column times the same six grouped matmuls (at the routing's own per-expert row
 counts) against the dense FFN's three, alone: the ratio the layer could reach if routing, gathers and
-combine cost nothing. Writes results/moe/BENCHMARK.md and results/moe/benchmark.json. Threads:
+combine cost nothing. Writes results/moe/BENCHMARK.md, results/moe/benchmark.json and
+results/moe/benchmark.png (each gate's ratio with its interval, its ceiling, the target). Threads:
 $BENCH_THREADS (default 1). If results/moe/benchmark_before.json exists (an earlier commit's
 benchmark.json, optionally with a `note` on what it was), the table shows its ratio beside this run's.
 """
@@ -32,7 +33,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from replications.moe import MoELayer, make_gate
-from shared.atomic import write_json_atomic, write_text_atomic
+from shared.atomic import save_figure_atomic, write_json_atomic, write_text_atomic
 from shared.runinfo import environment
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -152,8 +153,41 @@ def main() -> int:
     baseline = json.loads(before.read_text()) if before.exists() else None
     write_json_atomic(out / "benchmark.json", record)
     write_text_atomic(out / "BENCHMARK.md", markdown(record, baseline))
+    plot(record, baseline, out / "benchmark.png")
     print(f"wrote {out / 'BENCHMARK.md'}")
     return 0
+
+
+def plot(record: dict, baseline: dict | None, target: Path) -> None:
+    """Each case's FLOP-rate ratio with its 95 % interval, its matmul ceiling and the earlier commit's ratio."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = record["rows"]
+    before = {(r["gate"], r["experts"]): r["flop_rate_ratio"] for r in (baseline or {}).get("rows", [])}
+    xs = range(len(rows))
+    fig, ax = plt.subplots(figsize=(7.5, 3.8))
+    ratio = [r["flop_rate_ratio"] for r in rows]
+    err = [[m - r["ratio_ci95"][0] for m, r in zip(ratio, rows)], [r["ratio_ci95"][1] - m for m, r in zip(ratio, rows)]]
+    ax.bar(xs, ratio, yerr=err, capsize=3, color="#4878a8", label="MoE / dense FLOP rate (95 % CI)")
+    ax.scatter(xs, [r["matmul_ceiling"] for r in rows], marker="_", s=400, color="black", zorder=3,
+               label="matmul ceiling (grouped / dense matmuls alone)")
+    if before:
+        ax.scatter(xs, [before.get((r["gate"], r["experts"]), float("nan")) for r in rows], marker="o",
+                   facecolors="none", edgecolors="#c44e52", zorder=3,
+                   label=f"before ({baseline['environment']['git_commit'][:7]})")
+    ax.axhline(TARGET, color="#c44e52", ls="--", lw=1, label=f"target {TARGET:.2f}")
+    ax.set_xticks(list(xs), [f"{r['gate']}\nE={r['experts']}" for r in rows], fontsize=8)
+    ax.set(ylim=(0.5, 1.05), ylabel="ratio to the dense FFN",
+           title=f"MoE layer vs dense FFN, forward+backward, {record['threads']} CPU thread, "
+                 f"commit {record['environment']['git_commit'][:7]}")
+    ax.title.set_fontsize(9)
+    ax.legend(fontsize=7, loc="lower left")
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    save_figure_atomic(fig, target, dpi=110)
 
 
 def verdict(r: dict) -> str:
@@ -203,6 +237,7 @@ def markdown(record: dict, baseline: dict | None = None) -> str:
             b = before.get((r["gate"], r["experts"]))
             row += f" {b['flop_rate_ratio']:.2f} |" if b else " - |"
         lines.append(row)
+    lines += ["", "![each case's ratio with its interval, its matmul ceiling and the target](benchmark.png)"]
     return "\n".join(lines) + "\n"
 
 
