@@ -27,6 +27,15 @@ class Routing:
     stats: dict[str, float] = field(default_factory=dict)
 
 
+def row_softmax(z: Tensor) -> Tensor:
+    """Softmax over the last dim of [T, E] router logits. torch's CPU kernel runs scalar code for a last dim
+    narrower than one vector register (< 16 fp32 lanes), ~7x slower than the same softmax taken over dim 0
+    of the transposed view (measured here: [2048, 8] 411 vs 57 us); wider rows and GPUs take F.softmax."""
+    if z.device.type == "cpu" and z.dim() == 2 and z.shape[1] < 16:
+        return torch.nn.functional.softmax(z.t(), dim=0).t().contiguous()  # row-major again: later ops read rows
+    return torch.nn.functional.softmax(z, dim=-1)
+
+
 def global_tokens(n_local: int, group=None) -> int:
     if world(group)[1] == 1:
         return n_local
