@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import torch
 from omegaconf import DictConfig, OmegaConf
 
 from shared.atomic import write_json_atomic
@@ -120,8 +121,11 @@ def run(cfg: DictConfig, replication: Replication) -> dict[str, Any]:
         tracker.finish(metrics, reported)
         per_seed.append(metrics)
         # Per seed, because a resumed or merged protocol may span sessions, commits and machines.
+        # A replication's train() may set its own thread count: record what the seed ran with, not the default
+        env["hardware"]["torch_threads"] = torch.get_num_threads()
         runs.append({"seed": seed, "metrics": metrics, "train": summary, "wall_seconds": round(seconds, 2),
-                     "git_commit": env["git_commit"], "cpu": env["hardware"]["cpu"], "gpu": env["hardware"]["gpu"]})
+                     "git_commit": env["git_commit"], "cpu": env["hardware"]["cpu"], "gpu": env["hardware"]["gpu"],
+                     "torch_threads": env["hardware"]["torch_threads"]})
         # Seeds finished so far, clearly incomplete: lets a long protocol resume after an interruption.
         write_json_atomic(partial_path(cfg), {"complete": False, "runs": runs, "config": config})
         print(f"[{cfg.paper.name}/{cfg.dataset.name}/{cfg.model.name}] seed {seed}: "

@@ -18,8 +18,8 @@ class Toy(Replication):
 
     name = "pshgcn"  # borrows a real paper config so the real composition is exercised
 
-    def __init__(self, paper_file: Path, fail_at_seed: int | None = None) -> None:
-        self.paper_file, self.fail_at_seed = paper_file, fail_at_seed
+    def __init__(self, paper_file: Path, fail_at_seed: int | None = None, threads: int | None = None) -> None:
+        self.paper_file, self.fail_at_seed, self.threads = paper_file, fail_at_seed, threads
 
     def load_data(self, cfg):
         g = torch.Generator().manual_seed(0)
@@ -30,6 +30,8 @@ class Toy(Replication):
         return torch.nn.Linear(5, 2)
 
     def train(self, cfg, model, data, seed, log):
+        if self.threads:  # as the MoE protocols do: the record must say what the seed ran with
+            torch.set_num_threads(self.threads)
         if seed == self.fail_at_seed:
             raise RuntimeError("interrupted")
         opt = torch.optim.SGD(model.parameters(), lr=0.5)
@@ -64,7 +66,12 @@ def _cfg(tmp_path, *extra):
 
 
 def test_run_writes_complete_result_with_provenance(tmp_path, paper_file):
-    record = run(_cfg(tmp_path), Toy(paper_file))
+    default = torch.get_num_threads()
+    torch.set_num_threads(2)  # the process default at start; train() then runs the seeds on one thread
+    try:
+        record = run(_cfg(tmp_path), Toy(paper_file, threads=1))
+    finally:
+        torch.set_num_threads(default)
     path = tmp_path / "results" / "pshgcn" / "dblp" / "pshgcn.json"
     saved = json.loads(path.read_text())
     assert saved["complete"] and [r["seed"] for r in saved["runs"]] == [1, 2, 3]
@@ -79,6 +86,7 @@ def test_run_writes_complete_result_with_provenance(tmp_path, paper_file):
     assert saved["wall_seconds"] == pytest.approx(total, abs=0.02) and saved["wall_seconds"] >= 0
     assert saved["peak_memory_mb"] > 0 and record["aggregate"]
     assert all(r["cpu"] == env["hardware"]["cpu"] and r["git_commit"] == env["git_commit"] for r in saved["runs"])
+    assert env["hardware"]["torch_threads"] == 1 and all(r["torch_threads"] == 1 for r in saved["runs"])
 
 
 def test_same_seed_same_numbers(tmp_path, paper_file):
