@@ -1,4 +1,5 @@
-"""Aggregate per-seed metrics: mean, std, n and a 95% confidence interval (Student t)."""
+"""Aggregate per-seed metrics: mean, std, n and a 95% confidence interval (Student t); and the two pieces
+every bootstrap here is built from (resampling indices, a percentile interval)."""
 
 from __future__ import annotations
 
@@ -25,3 +26,15 @@ def summarize(values: list[float]) -> dict[str, float]:
 def aggregate(per_seed: list[dict[str, float]]) -> dict[str, dict[str, float]]:
     names = per_seed[0].keys()
     return {name: summarize([run[name] for run in per_seed]) for name in names}
+
+
+def resample_indices(n: int, samples: int, seed: int) -> np.ndarray:
+    """(samples, n) indices drawn with replacement: one bootstrap replicate per row, seeded."""
+    return np.random.default_rng(seed).integers(0, n, size=(samples, n))
+
+
+def percentile_interval(values: np.ndarray, level: float) -> tuple[float, float]:
+    """The central `level` percentile interval of bootstrap replicates."""
+    tail = 100 * (1 - level) / 2
+    lo, hi = np.percentile(values, [tail, 100 - tail])
+    return float(lo), float(hi)

@@ -9,7 +9,7 @@ import pytest
 
 from shared.metrics import f1_micro_macro, multilabel_threshold, multilabel_topk_by_true_count
 from shared.reference import NO_REFERENCE, NOT_REPRODUCED, REPRODUCED, compare
-from shared.stats import summarize
+from shared.stats import percentile_interval, resample_indices, summarize
 
 
 def test_f1_single_label_by_hand():
@@ -45,6 +45,13 @@ def test_summarize_by_hand():
     assert s["std"] == pytest.approx(math.sqrt(2 / 3))  # population std, as the HGB papers print
     half = 4.302652729911275 / math.sqrt(3)  # t_{0.975, 2} * sd / sqrt(n), sd = 1
     assert s["ci95_low"] == pytest.approx(2 - half) and s["ci95_high"] == pytest.approx(2 + half)
+
+
+def test_bootstrap_pieces_by_hand():
+    assert percentile_interval(np.arange(101.0), 0.90) == pytest.approx((5.0, 95.0))  # 5th and 95th of 0..100
+    idx = resample_indices(7, 500, seed=3)
+    assert idx.shape == (500, 7) and idx.min() == 0 and idx.max() == 6
+    assert (idx == resample_indices(7, 500, seed=3)).all() and not (idx == resample_indices(7, 500, seed=4)).all()
 
 
 def test_compare_statuses():

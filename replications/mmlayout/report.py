@@ -24,6 +24,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from replications.mmlayout.metrics import f1_from_counts
 from shared.atomic import atomic_path, write_json_atomic, write_text_atomic
+from shared.stats import percentile_interval, resample_indices
 
 PAPER = Path(__file__).with_name("paper.yaml")
 ARMS = ("mmlayout_control", "mmlayout", "mmlayout_oracle")
@@ -55,16 +56,6 @@ def per_doc(record: dict[str, Any], seeds: list[int]) -> np.ndarray:
     return np.array([record["details"][s]["per_doc"] for s in seeds], dtype=np.float64)
 
 
-def draws(n_docs: int, samples: int, seed: int) -> np.ndarray:
-    return np.random.default_rng(seed).integers(0, n_docs, size=(samples, n_docs))
-
-
-def interval(values: np.ndarray, level: float) -> tuple[float, float]:
-    tail = 100 * (1 - level) / 2
-    lo, hi = np.percentile(values, [tail, 100 - tail])
-    return float(lo), float(hi)
-
-
 def seed_mean_f1(counts: np.ndarray, idx: np.ndarray | None = None) -> np.ndarray | float:
     """Mean over seeds of corpus F1; with idx (B, D): one value per bootstrap draw."""
     if idx is None:
@@ -73,7 +64,8 @@ def seed_mean_f1(counts: np.ndarray, idx: np.ndarray | None = None) -> np.ndarra
 
 
 def arm_interval(counts: np.ndarray, boot: dict[str, Any]) -> tuple[float, float]:
-    return interval(seed_mean_f1(counts, draws(counts.shape[1], boot["samples"], boot["seed"])), boot["level"])
+    idx = resample_indices(counts.shape[1], boot["samples"], boot["seed"])
+    return percentile_interval(seed_mean_f1(counts, idx), boot["level"])
 
 
 def paired(a: np.ndarray, b: np.ndarray, boot: dict[str, Any]) -> dict[str, Any]:
@@ -81,8 +73,8 @@ def paired(a: np.ndarray, b: np.ndarray, boot: dict[str, Any]) -> dict[str, Any]
     if a.shape != b.shape:
         raise ValueError(f"paired comparison needs the same seeds and documents: {a.shape} vs {b.shape}")
     per_seed = (f1_from_counts(a.sum(1)) - f1_from_counts(b.sum(1))).tolist()
-    idx = draws(a.shape[1], boot["samples"], boot["seed"])
-    lo, hi = interval(seed_mean_f1(a, idx) - seed_mean_f1(b, idx), boot["level"])
+    idx = resample_indices(a.shape[1], boot["samples"], boot["seed"])
+    lo, hi = percentile_interval(seed_mean_f1(a, idx) - seed_mean_f1(b, idx), boot["level"])
     return {"mean": float(np.mean(per_seed)), "per_seed": per_seed, "ci95": [lo, hi],
             "seed_std": float(np.std(per_seed, ddof=1)) if len(per_seed) > 1 else float("nan")}
 

@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import statistics
 import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -35,6 +35,7 @@ from torch import nn
 from replications.moe import MoELayer, make_gate
 from shared.atomic import save_figure_atomic, write_json_atomic, write_text_atomic
 from shared.runinfo import environment
+from shared.stats import percentile_interval, resample_indices
 
 ROOT = Path(__file__).resolve().parents[2]
 D, H, TOKENS = 256, 1024, 2048
@@ -101,9 +102,9 @@ def build(kind: str, E: int, kw: dict) -> dict:
 
 
 def bootstrap_median(values: list[float], seed: int = 0, draws: int = 2000) -> tuple[float, float]:
-    rng = random.Random(seed)
-    meds = sorted(statistics.median(rng.choices(values, k=len(values))) for _ in range(draws))
-    return meds[int(0.025 * draws)], meds[int(0.975 * draws) - 1]
+    """95 % percentile interval of the median over pairs, resampling the pairs."""
+    v = np.asarray(values, dtype=np.float64)
+    return percentile_interval(np.median(v[resample_indices(len(v), draws, seed)], axis=1), 0.95)
 
 
 def summarise(c: dict) -> dict:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from shared.stats import percentile_interval, resample_indices
+
 FIELDS = ("gt_care", "det_care", "det_matched", "e2e_matched")  # column order of a per-image array
 
 
@@ -22,22 +24,11 @@ def hmean(sums: np.ndarray, matched: str) -> np.ndarray:
     return np.divide(200 * m, denom, out=np.zeros_like(m), where=denom > 0)
 
 
-def draws(n_images: int, samples: int, seed: int) -> np.ndarray:
-    return np.random.default_rng(seed).integers(0, n_images, size=(samples, n_images))
-
-
-def interval(values: np.ndarray, level: float) -> tuple[float, float]:
-    """Percentile interval."""
-    tail = 100 * (1 - level) / 2
-    lo, hi = np.percentile(values, [tail, 100 - tail])
-    return float(lo), float(hi)
-
-
 def hmean_ci(per_image: np.ndarray, matched: str = "e2e_matched", samples: int = 10000, seed: int = 0,
              level: float = 0.95) -> tuple[float, float]:
     per_image = np.asarray(per_image)
-    idx = draws(len(per_image), samples, seed)
-    return interval(hmean(per_image[idx].sum(axis=1), matched), level)
+    idx = resample_indices(len(per_image), samples, seed)
+    return percentile_interval(hmean(per_image[idx].sum(axis=1), matched), level)
 
 
 def paired_difference(a: np.ndarray, b: np.ndarray, matched: str = "e2e_matched", samples: int = 10000,
@@ -46,7 +37,7 @@ def paired_difference(a: np.ndarray, b: np.ndarray, matched: str = "e2e_matched"
     a, b = np.asarray(a), np.asarray(b)
     if a.shape != b.shape:
         raise ValueError(f"paired bootstrap needs the same images for both engines: {a.shape} vs {b.shape}")
-    idx = draws(len(a), samples, seed)
+    idx = resample_indices(len(a), samples, seed)
     diff = hmean(a[idx].sum(axis=1), matched) - hmean(b[idx].sum(axis=1), matched)
     point = float(hmean(a.sum(axis=0), matched) - hmean(b.sum(axis=0), matched))
-    return (point, *interval(diff, level))
+    return (point, *percentile_interval(diff, level))
