@@ -139,7 +139,7 @@ def grouped_ffn(h: Tensor, counts: Tensor, w1: Tensor, b1: Tensor, w2: Tensor, b
         return _GroupedLinear.apply(z, w2, b2, offs, ends)
     expert = torch.repeat_interleave(torch.arange(E, device=h.device), counts)
     cap = int(counts.max())
-    starts = counts.cumsum(0) - counts
+    starts = offs.to(counts.dtype) - counts
     slot = expert * cap + (torch.arange(h.shape[0], device=h.device) - starts[expert])
     buf = h.new_zeros(E * cap, h.shape[1]).index_copy(0, slot, h).view(E, cap, -1)
     z = F.gelu(torch.baddbmm(b1.unsqueeze(1), buf, w1))
