@@ -1,6 +1,8 @@
 """The MoE layer benchmark's statistics: paired ratios, their bootstrap interval and the verdict rule."""
 
-from replications.moe.bench import TARGET, bootstrap_median, markdown, matmul_pair, plot, verdict
+import pytest
+
+from replications.moe.bench import TARGET, bootstrap_median, markdown, matmul_pair, pairs_per_case, plot, verdict
 
 
 def test_bootstrap_interval_brackets_the_median_and_verdict_follows_it():
@@ -27,3 +29,12 @@ def test_matmul_pair_times_both_sides_and_the_table_and_plot_show_the_interval(t
     record = {"threads": 1, "environment": env, "rows": [row]}
     plot(record, {**record, "rows": [{**row, "flop_rate_ratio": 0.7}]}, tmp_path / "b.png")
     assert (tmp_path / "b.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_bad_pair_count_is_refused_clearly(monkeypatch):
+    monkeypatch.setenv("BENCH_REPS", "12")
+    assert pairs_per_case() == 12
+    for bad in ("ten", "1", "-3"):
+        monkeypatch.setenv("BENCH_REPS", bad)
+        with pytest.raises(SystemExit, match="whole number of MoE/dense pairs"):
+            pairs_per_case()

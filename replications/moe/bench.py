@@ -39,7 +39,7 @@ from shared.stats import percentile_interval, resample_indices
 
 ROOT = Path(__file__).resolve().parents[2]
 D, H, TOKENS = 256, 1024, 2048
-REPS = int(os.environ.get("BENCH_REPS", "40"))  # pairs per case; 7 left the ratio swinging 0.58-0.83 here
+REPS = 40  # pairs per case ($BENCH_REPS overrides); 7 left the ratio swinging 0.58-0.83 here
 CASES = [("switch", 2, {}), ("switch", 4, {}), ("switch", 8, {}), ("switch", 16, {}),
          ("gshard", 8, {}), ("hash", 8, {"vocab_size": 33278}), ("base", 8, {}), ("dts", 8, {})]
 TARGET = 0.80
@@ -101,6 +101,15 @@ def build(kind: str, E: int, kw: dict) -> dict:
             "t_moe": [], "t_dense": [], "kept": [], "mm": []}
 
 
+def pairs_per_case() -> int:
+    """$BENCH_REPS, checked: a clear error rather than a traceback from int() or a run with no pairs."""
+    raw = os.environ.get("BENCH_REPS", str(REPS))
+    if not raw.isdigit() or int(raw) < 2:
+        raise SystemExit(f"BENCH_REPS={raw!r}: give a whole number of MoE/dense pairs per case, at least 2 "
+                         f"(default {REPS})")
+    return int(raw)
+
+
 def bootstrap_median(values: list[float], seed: int = 0, draws: int = 2000) -> tuple[float, float]:
     """95 % percentile interval of the median over pairs, resampling the pairs."""
     v = np.asarray(values, dtype=np.float64)
@@ -126,6 +135,7 @@ def summarise(c: dict) -> dict:
 
 
 def main() -> int:
+    reps = pairs_per_case()  # before any work: a bad value fails at once
     torch.set_num_threads(int(os.environ.get("BENCH_THREADS", "1")))
     torch.manual_seed(0)
     x = torch.randn(TOKENS, D, requires_grad=True)  # as inside a network: the input gradient is needed
@@ -134,20 +144,20 @@ def main() -> int:
     for c in cases:  # warm-up: first passes allocate
         one_pass(c["moe"], x, ids), one_pass(c["dense"], x, ids)
     t_start = time.time()
-    for rep in range(REPS):
+    for rep in range(reps):
         for c in cases:
             c["t_moe"].append(one_pass(c["moe"], x, ids))
             c["t_dense"].append(one_pass(c["dense"], x, ids))
             counts = c["moe"].last_stats["expert_load"]
             c["kept"].append(sum(counts))
             c["mm"].append(matmul_pair(counts, D, c["h"], c["k"] * c["h"]))
-        print(f"\rpair {rep + 1}/{REPS} ({time.time() - t_start:.0f} s)", end="", file=sys.stderr, flush=True)
+        print(f"\rpair {rep + 1}/{reps} ({time.time() - t_start:.0f} s)", end="", file=sys.stderr, flush=True)
     print(file=sys.stderr)
     rows = [summarise(c) for c in cases]
     for r in rows:
         print(f"{r['gate']:>7} E={r['experts']:<3} FLOP-rate ratio {r['flop_rate_ratio']:.2f} "
               f"[{r['ratio_ci95'][0]:.2f}, {r['ratio_ci95'][1]:.2f}]  matmul ceiling {r['matmul_ceiling']:.2f}", flush=True)
-    record = {"threads": torch.get_num_threads(), "reps": REPS, "load_average_after": os.getloadavg(),
+    record = {"threads": torch.get_num_threads(), "reps": reps, "load_average_after": os.getloadavg(),
               "wall_seconds": time.time() - t_start, "environment": environment(), "rows": rows}
     out = ROOT / "results" / "moe"
     before = out / "benchmark_before.json"
