@@ -14,8 +14,10 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from shared.paths import HAND_RUNS
-from shared.paths import RESULTS as COMMITTED
+from shared.runinfo import REPO_ROOT
+
+COMMITTED = REPO_ROOT / "results"
+HAND_RUNS = Path("outputs") / "results"  # relative to the working directory, like Hydra's own outputs/
 
 _in_protocol = False
 

@@ -12,8 +12,7 @@ from pathlib import Path
 
 import torch
 
-from shared.paths import REPO_ROOT
-
+REPO_ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ["torch", "torch-geometric", "numpy", "scipy", "scikit-learn", "hydra-core", "wandb", "datasets"]
 
 
