@@ -8,6 +8,7 @@ without registering anything. ``None`` always means "unset"; 0 is a value, check
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -35,7 +36,8 @@ def given(value: Any, default: Any) -> Any:
 
 
 def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+    """A finite int or float: inf and nan pass every comparison test a rate or weight is given, and fail later."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _check_value(path: str, key: str, value: Any) -> None:
@@ -66,15 +68,28 @@ def walk(node: Any, path: str) -> None:
             _check_value(f"{path}.{key}", str(key), child)
 
 
+MAX_SEED = 2**32 - 1  # numpy's legacy seeding (np.random.seed) refuses anything larger
+
+
+def is_seed(s: Any) -> bool:
+    return isinstance(s, int) and not isinstance(s, bool) and 0 <= s <= MAX_SEED
+
+
 def check_seeds(path: str, seeds: Any) -> None:
-    """A seed list: non-empty, non-negative integers (numpy refuses negative seeds)."""
+    """A seed list: non-empty, distinct integers in [0, 2**32 - 1] (numpy refuses others; a repeated seed
+    would count one run several times and shrink the interval to nothing)."""
     if seeds is None:
         return
     if not isinstance(seeds, (list, ListConfig)) or len(seeds) == 0:
         raise ConfigError(f"{path}={seeds!r} is invalid: it must be a non-empty list of seeds, e.g. {path}=[1,2,3]")
     for s in seeds:
-        if not (isinstance(s, int) and not isinstance(s, bool) and s >= 0):
-            raise ConfigError(f"{path} holds {s!r}: every seed must be an integer >= 0, e.g. {path}=[1,2,3]")
+        if not is_seed(s):
+            raise ConfigError(f"{path} holds {s!r}: every seed must be an integer in [0, {MAX_SEED}], "
+                              f"e.g. {path}=[1,2,3]")
+    repeated = sorted({s for s in seeds if list(seeds).count(s) > 1})
+    if repeated:
+        raise ConfigError(f"{path} repeats seed(s) {repeated}: each seed runs once; give distinct seeds, "
+                          f"e.g. {path}=[1,2,3]")
 
 
 def check_device(device: Any) -> None:
@@ -96,9 +111,9 @@ def check_device(device: Any) -> None:
 def validate(cfg: DictConfig) -> None:
     """Raise ConfigError naming the first invalid value of a composed config (before any data is loaded)."""
     seed = cfg.get("seed")
-    if seed is not None and not (isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0):
-        raise ConfigError(f"seed={seed!r} is invalid: it must be an integer >= 0 (e.g. seed=1), or unset for "
-                          f"the protocol's seeds")
+    if seed is not None and not is_seed(seed):
+        raise ConfigError(f"seed={seed!r} is invalid: it must be an integer in [0, {MAX_SEED}] (e.g. seed=1), "
+                          f"or unset for the protocol's seeds")
     check_seeds("scale.seeds", cfg.scale.get("seeds"))
     check_seeds("paper.protocol.seeds", cfg.paper.get("protocol", {}).get("seeds"))
     check_device(cfg.get("device", "cpu"))

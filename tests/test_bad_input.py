@@ -42,12 +42,16 @@ def refused(capsys, argv: list[str], out: Path, cache: Path) -> str:
 # --- config values: refused before any data is read --------------------------------------------------
 
 @pytest.mark.parametrize(("override", "message"), [
-    ("seed=abc", "seed='abc' is invalid: it must be an integer >= 0"),
+    ("seed=abc", "seed='abc' is invalid: it must be an integer in [0, 4294967295]"),
+    ("seed=99999999999", "seed=99999999999 is invalid"),  # numpy would refuse it after the data loaded
+    ("scale.seeds=[1,1,1]", "scale.seeds repeats seed(s) [1]"),  # n = 3 with a zero-width interval otherwise
     ("seed=-1", "seed=-1 is invalid"),
     ("seed=1.5", "seed=1.5 is invalid"),
     ("model.lr=-0.1", "model.lr=-0.1 is invalid: it must be a number > 0"),
     ("model.lr=0", "model.lr=0 is invalid"),
     ("model.lr=fast", "model.lr='fast' is invalid"),
+    ("model.lr=inf", "model.lr=inf is invalid: it must be a number > 0"),  # passed '> 0', then NaN losses
+    ("model.wd=nan", "model.wd=nan is invalid"),
     ("scale.max_epochs=0", "scale.max_epochs=0 is invalid: it must be a positive integer"),
     ("scale.max_epochs=-3", "scale.max_epochs=-3 is invalid"),
     ("scale.patience=0", "scale.patience=0 is invalid"),
