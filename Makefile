@@ -39,6 +39,10 @@ $(foreach p,$(PAPERS),$(eval $(call REPLICATE_RULE,$(p))))
 replicate-%:
 	@echo "unknown paper '$*'; valid: $(PAPERS)" >&2; exit 2
 
+# A bare `make replicate-` (an empty stem matches no pattern: make's built-in rules said "unknown paper '.o'").
+replicate-:
+	@echo "name a paper: make replicate-<paper>; valid: $(PAPERS)" >&2; exit 2
+
 # Re-run a few seeds of a committed result from its stored config and compare: make verify RESULT=results/gaga/tolokers/gaga.json ARGS="--seeds 0"
 verify: venv
 	$(PY) -m replications.verify $(RESULT) $(ARGS)

@@ -40,3 +40,9 @@ def test_an_empty_variable_does_not_hide_the_mirror_from_the_tests():
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=_env_without_mirror(REPLICATIONS_MIRROR=""),
                          capture_output=True, text=True, timeout=120, check=True)
     assert out.stdout.strip() == (str(MIRROR) if MIRROR.exists() else "")
+
+
+def test_a_bare_replicate_target_asks_for_a_paper_by_name():
+    out = subprocess.run(["make", "-s", "replicate-"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and "name a paper: make replicate-<paper>; valid: " in out.stderr
+    assert "'.o'" not in out.stderr and "pshgcn" in out.stderr
