@@ -48,7 +48,7 @@ verify: venv
 	$(PY) -m replications.verify $(RESULT) $(ARGS)
 
 report: venv
-	$(PY) -m shared.report
+	$(PY) -m replications.report
 
 # Hydra multirun over the grid in conf/sweep/<paper>.yaml (or SWEEP=<name>: conf/sweep/<name>.yaml; override its
 # dataset with dataset=...).

@@ -19,6 +19,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 import replications
+from replications import report as report_all
 from shared import report
 from shared.config_check import validate
 from shared.data import DataError
@@ -110,10 +111,11 @@ def main(argv: list[str]) -> int:
             except (ConfigError, DataError, DestinationError) as exc:
                 print(f"error: {exc}", file=sys.stderr)
                 return 2
-        if configs:  # the paper's own tables and figures (Replication.after_replicate)
-            replication.after_replicate(configs[-1][2])
-    if not changes:
-        report.main([])  # the results page is built from results/: only the protocol changes it
+    if changes:  # the paper's own page beside the runs it was built from (the committed pages stay as they are)
+        for root in sorted(roots):
+            report.write_paper_pages(Path(root), {paper: replication.report})
+    else:
+        report_all.main([])  # every page is built from results/: only the protocol changes it
     return 0
 
 

@@ -14,10 +14,8 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from shared.runinfo import REPO_ROOT
-
-COMMITTED = REPO_ROOT / "results"
-HAND_RUNS = Path("outputs") / "results"  # relative to the working directory, like Hydra's own outputs/
+from shared.paths import HAND_RUNS
+from shared.paths import RESULTS as COMMITTED
 
 _in_protocol = False
 

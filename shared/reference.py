@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-REPRODUCED, NOT_REPRODUCED, NO_REFERENCE = "reproduced", "not reproduced", "no reference"
+from shared.verdict import NO_REFERENCE, NOT_REPRODUCED, REPRODUCED, number_status  # noqa: F401 (re-exported)
 
 # Strongest first. The paper's own claim outranks the authors' other statements; numbers the authors
 # published (release, artifacts) outrank a run of their code by someone else; another team's own run, shipped
@@ -93,11 +93,15 @@ def reported_for(paper: dict[str, Any], dataset: str, model: str) -> dict[str, d
     return {m: target(paper, m, es) for m, es in references_for(paper, dataset, model).items()}
 
 
-def _status(mean: float, value: float | None, tol: float | None) -> tuple[str, float | None]:
-    if value is None or tol is None:
-        return NO_REFERENCE, None
-    diff = mean - value
-    return (REPRODUCED if abs(diff) <= tol else NOT_REPRODUCED), diff
+class ToleranceError(ValueError):
+    """A metric has a known reference but its paper file declares no tolerance to judge it with."""
+
+
+def _status(mean: float, value: float | None, tol: float | None, metric: str = "", paper: str = "") -> tuple[str, float | None]:
+    if value is not None and tol is None:
+        raise ToleranceError(f"{paper or 'paper.yaml'}: metric '{metric}' has a known reference but no tolerance; "
+                             f"declare tolerances.{metric} (an absolute difference in the metric's units)")
+    return number_status(mean, value, tol)
 
 
 def compare(
@@ -110,10 +114,11 @@ def compare(
         entries = refs.get(metric, [])
         ref = target(paper, metric, entries)
         tol = paper["tolerances"].get(metric)
-        status, diff = _status(agg["mean"], ref.get("value"), tol)
+        status, diff = _status(agg["mean"], ref.get("value"), tol, metric, paper.get("title", ""))
         others = [
             {"kind": e["kind"], "value": e["value"], "std": e.get("std"), "source": e["source"],
-             "copied_by": e.get("copied_by"), "status": _status(agg["mean"], e["value"], tol)[0]}
+             "copied_by": e.get("copied_by"),
+             "status": _status(agg["mean"], e["value"], tol, metric, paper.get("title", ""))[0]}
             for e in entries if e is not ref and e.get("value") is not None
         ]
         rows.append(

@@ -1,43 +1,98 @@
-"""``python -m shared.report [results_dir]``: regenerate the results pages from the result files.
+"""Regenerate the results pages from the result files (``make report``: replications.report hands in each
+paper's ``report()`` hook; shared never imports a paper).
 
-Writes, all atomically: results/README.md (first screen: the headline metric of each paper's model per
-dataset, then one section per paper with baselines and figures), results/index.html (the same, plots
-inline), results/<paper>/RESULTS.md (every test metric) and results/<paper>/reproduced_vs_reported.png.
-Only ``"complete": true`` full-scale files count; partial ones are listed as unfinished.
+Writes, all atomically, in this order:
+1. each result record's stored ``comparison``, recomputed against its paper.yaml as it is now (a reference
+   added after a run is judged without re-running; a stale stored status is never trusted);
+2. each paper's own page from its hook: results/<paper>/README.md, claims.json and figures (shared.report_paper);
+3. results/README.md (first screen: headline rows, claims), results/index.html (the same, plots inline),
+   results/<paper>/RESULTS.md (every metric) with its reproduced_vs_reported.png, and results/index.json/.csv.
+Only ``"complete": true`` full-scale files reach the shared tables; partial ones are listed as unfinished.
 """
 
 from __future__ import annotations
 
+import json
 import sys
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from shared.atomic import write_text_atomic
-from shared.report_data import DETAIL_NAME, PLOT_NAME, Report, build_report, load_results  # noqa: F401
+from shared.atomic import write_json_atomic, write_text_atomic
+from shared.paper_report import PaperReport, PaperResults, load_paper_results
+from shared.paths import RESULTS
+from shared.reference import load_paper, recompare
+from shared.report_data import DETAIL_NAME, PLOT_NAME, Report, build_report, load_results, scan  # noqa: F401
+from shared.report_format import claim_line, line
 from shared.report_html import render_html
+from shared.report_index import write_index
 from shared.report_md import render_index, render_paper
+from shared.report_paper import write_paper
 from shared.report_plot import plot_paper
 
-ROOT = Path(__file__).resolve().parents[1] / "results"
+ROOT = RESULTS
+Hook = Callable[[PaperResults], PaperReport | None]
 
 
-def write_report(root: Path = ROOT, papers_dir: Path | None = None, plots: bool = True) -> Report:
-    """Build every page under ``root`` (reading paper.yaml files from ``papers_dir``, default
-    ``root/../replications``); ``plots=False`` skips matplotlib (the pages still link the plot paths)."""
-    report = build_report(root, papers_dir or root.parent / "replications")
+def refresh_comparisons(root: Path, papers_dir: Path) -> list[Path]:
+    """Rewrite the stored comparison of every complete record whose paper.yaml now judges it differently."""
+    changed = []
+    for record in scan(root)[0]:
+        paper_file = papers_dir / record["paper"] / "paper.yaml"
+        if not paper_file.exists():
+            continue
+        fresh = recompare(record, load_paper(paper_file))
+        if json.dumps(fresh, default=str) != json.dumps(record.get("comparison"), default=str):
+            path = root / record["paper"] / record["dataset"] / f"{record['model']}.json"
+            write_json_atomic(path, {**record, "comparison": fresh})
+            changed.append(path)
+    return changed
+
+
+def write_paper_pages(root: Path, hooks: Mapping[str, Hook], plots: bool = True) -> list[str]:
+    """Every paper's own page from its hook; returns the papers that have one."""
+    done = []
+    for paper, hook in sorted(hooks.items()):
+        results = load_paper_results(root, paper)
+        if not results.records:
+            continue
+        report = hook(results)
+        if report is not None:
+            write_paper(root / paper, paper, report, plots=plots)
+            done.append(paper)
+    return done
+
+
+def write_report(root: Path = ROOT, papers_dir: Path | None = None, plots: bool = True,
+                 hooks: Mapping[str, Hook] | None = None) -> Report:
+    """Build every page under ``root`` (paper.yaml files from ``papers_dir``, default ``root/../replications``)."""
+    papers_dir = papers_dir or root.parent / "replications"  # the checkout holding this results folder
+    refresh_comparisons(root, papers_dir)
+    write_paper_pages(root, hooks or {}, plots=plots)
+    report = build_report(root, papers_dir)
     for s in report.papers:
         if plots:
             plot_paper(s.paper, s.rows, s.headline_models, root / s.paper / PLOT_NAME)
         write_text_atomic(root / s.paper / DETAIL_NAME, render_paper(s))
     write_text_atomic(root / "README.md", render_index(report))
     write_text_atomic(root / "index.html", render_html(report))
+    write_index(root, report)
     return report
 
 
-def main(argv: list[str] | None = None) -> int:
+def summary(report: Report) -> str:
+    """The terminal's view: every row and claim, in the page's words."""
+    lines = ["rows:"] + [line(r) for s in report.papers for r in s.rows]
+    lines += ["claims:"] + [claim_line(s.paper, c) for s in report.papers for c in s.claims]
+    if report.without_results:
+        lines.append(f"no results yet: {', '.join(report.without_results)}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None, hooks: Mapping[str, Hook] | None = None) -> int:
     root = Path(argv[0]) if argv else ROOT
-    report = write_report(root)
-    print(render_index(report))
-    print(f"wrote {root / 'README.md'}, {root / 'index.html'} and per-paper {DETAIL_NAME} pages")
+    report = write_report(root, hooks=hooks)
+    print(summary(report))
+    print(f"wrote {root / 'README.md'}, {root / 'index.html'}, {root / 'index.json'} and per-paper pages")
     return 0
 
 

@@ -13,12 +13,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from shared.reference import NO_REFERENCE, NOT_REPRODUCED, REPRODUCED, load_paper, recompare
+from shared.paper_report import CLAIMS_NAME, Claim
+from shared.reference import load_paper, recompare
+from shared.verdict import NO_REFERENCE, NOT_REPRODUCED, REPRODUCED, checked
 
 PLOT_NAME = "reproduced_vs_reported.png"
 DETAIL_NAME = "RESULTS.md"  # per-paper long table; results/<paper>/README.md belongs to the paper's own hook
 UNRECORDED_CPU = "not recorded (seed resumed from an older partial file)"
-STATUSES = (REPRODUCED, NOT_REPRODUCED, NO_REFERENCE)
+STATUSES = (REPRODUCED, NOT_REPRODUCED, NO_REFERENCE)  # a number row's; claims have their own (shared.verdict)
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,7 @@ class Row:
     gpu: str | None
     threads: int | None
     wall_seconds: float
+    commits: tuple[str, ...] = ()  # the commits whose code ran the seeds (short hashes)
 
 
 @dataclass(frozen=True)
@@ -55,16 +58,6 @@ class Headline:
     model: str
     metric: str
     row: Row | None
-
-
-@dataclass
-class Claim:
-    """A paper's claim that is not one table number (a speed-up, a direction), with the status its own
-    protocol gave it (results/<paper>/*claim*.json, written by the paper's after_replicate hook)."""
-    text: str
-    source: str
-    verified: bool | None
-    status: str
 
 
 @dataclass
@@ -87,6 +80,7 @@ class Report:
     unfinished: list[str] = field(default_factory=list)  # "<path>: k of n seeds done"
     unreadable: list[str] = field(default_factory=list)  # "<path>: <error>"
     machines: dict[str, list[str]] = field(default_factory=dict)  # CPU -> "paper/dataset/model" it ran
+    without_results: tuple[str, ...] = ()  # paper packages with no complete full-scale record yet
 
 
 def _read_json(path: Path) -> tuple[Any, str | None]:
@@ -150,13 +144,22 @@ def record_cpus(record: dict[str, Any]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(run.get("cpu") or UNRECORDED_CPU for run in runs))
 
 
+def record_commits(record: dict[str, Any]) -> tuple[str, ...]:
+    runs = record.get("runs") or []
+    found = [str(r.get("git_commit"))[:10] for r in runs if r.get("git_commit")]
+    if not found and (record.get("environment") or {}).get("git_commit"):
+        found = [str(record["environment"]["git_commit"])[:10]]
+    return tuple(dict.fromkeys(found))
+
+
 def _paper_yaml(papers_dir: Path, paper: str) -> dict[str, Any] | None:
     path = papers_dir / paper / "paper.yaml"
     return load_paper(path) if path.exists() else None
 
 
 def rows_of(record: dict[str, Any], paper: dict[str, Any] | None) -> list[Row]:
-    """The record's test metrics, compared against the paper file as it is now (stored comparison without one)."""
+    """The record's metrics (all but validation ones), compared against the paper file as it is now (the
+    stored comparison without one). Timings and counts are rows too: HetuMoE's metrics are all timings."""
     comparison = recompare(record, paper) if paper is not None else record["comparison"]
     hardware = (record.get("environment") or {}).get("hardware", {})
     return [
@@ -166,9 +169,14 @@ def rows_of(record: dict[str, Any], paper: dict[str, Any] | None) -> list[Row]:
             verified=c.get("verified"), difference=c.get("difference"), status=c["status"],
             others=tuple(c.get("other_references") or ()), missing_seeds=tuple(record.get("missing_seeds") or ()),
             cpus=record_cpus(record), gpu=hardware.get("gpu"), threads=hardware.get("torch_threads"),
-            wall_seconds=record.get("wall_seconds", 0.0))
-        for c in comparison if c["metric"].startswith("test")
+            wall_seconds=record.get("wall_seconds", 0.0), commits=record_commits(record))
+        for c in comparison if not is_validation(c["metric"])
     ]
+
+
+def is_validation(metric: str) -> bool:
+    """Validation metrics select models; the pages show what was measured on the held-out side."""
+    return metric.startswith(("val_", "valid_", "val/"))
 
 
 def headline_spec(info: dict[str, Any], paper: str, rows: list[Row]) -> tuple[str, tuple[str, ...]]:
@@ -196,21 +204,22 @@ def _links(root: Path, paper: str) -> list[str]:
 
 
 def claims_of(root: Path, paper: str) -> list[Claim]:
-    """Every claim a paper's protocol judged: entries of `claims`/`checks` lists (text or claim, status or
-    verdict), or one top-level `claim` with its `verdict_scope`/`verdict`."""
+    """The claims the paper's report() judged, from results/<paper>/claims.json (shared.report_paper writes it;
+    one schema for every paper). A status outside the vocabulary is an error naming the file."""
+    path = root / paper / CLAIMS_NAME
+    if not path.exists():
+        return []
+    data, error = _read_json(path)
+    if error or not isinstance(data, dict):
+        raise ValueError(f"{path}: not a claims file ({error or 'not an object'}); run `make report` to rebuild it")
     found = []
-    for path in sorted((root / paper).glob("*claim*.json")):
-        data, error = _read_json(path)
-        if error or not isinstance(data, dict):
-            continue
-        entries = data.get("claims") or data.get("checks") or []
-        if isinstance(data.get("claim"), str):
-            entries = [{"text": data["claim"], "status": data.get("verdict_scope") or data.get("verdict"),
-                        "source": data.get("source", ""), "verified": data.get("verified")}]
-        for e in entries if isinstance(entries, list) else []:
-            text, status = e.get("text") or e.get("claim"), e.get("status") or e.get("verdict")
-            if text and status:
-                found.append(Claim(str(text), str(e.get("source") or ""), e.get("verified"), str(status)))
+    for e in data.get("claims") or []:
+        try:
+            checked(e["status"])
+            interval = tuple(e["interval"]) if e.get("interval") is not None else None
+            found.append(Claim(**{**e, "interval": interval}))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"{path}: claim {e.get('text', '?')!r}: {exc}") from None
     return found
 
 
@@ -232,8 +241,11 @@ def build_report(root: Path, papers_dir: Path) -> Report:
     records, unfinished, unreadable = scan(root)
     papers = [section(root, paper, [r for r in records if r["paper"] == paper], papers_dir)
               for paper in sorted({r["paper"] for r in records})]
+    packages = sorted(p.parent.name for p in papers_dir.glob("*/paper.yaml"))
+    without = tuple(p for p in packages if p not in {s.paper for s in papers})
     machines: dict[str, list[str]] = {}
     for r in records:
         for cpu in record_cpus(r):
             machines.setdefault(cpu, []).append(f"{r['paper']}/{r['dataset']}/{r['model']}")
-    return Report(papers=papers, unfinished=unfinished, unreadable=unreadable, machines=dict(sorted(machines.items())))
+    return Report(papers=papers, unfinished=unfinished, unreadable=unreadable, machines=dict(sorted(machines.items())),
+                  without_results=without)

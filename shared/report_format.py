@@ -46,6 +46,22 @@ def others(row: Row) -> str:
     return "; ".join(f"{num(o['value'], row.mean)} ({o['kind']}): {o['status']}" for o in row.others) or DASH
 
 
+def line(row: Row) -> str:
+    """One row as the terminal prints it: the same cells as the page's, in one line."""
+    kind = f" ({row.kind})" if row.kind else ""
+    return (f"  {row.paper}/{row.dataset}/{row.model} {row.metric}: {reproduced(row)} | reference "
+            f"{num(row.reported, row.mean)}{kind} | {row.status}")
+
+
+def claim_line(paper: str, claim) -> str:
+    evidence = f": {claim.evidence}" if claim.evidence else ""
+    return f"  {paper}: {claim.text} | {claim.status}{evidence}"
+
+
+def evidence(claim) -> str:
+    return (claim.evidence or DASH) + (f" ({claim.scale})" if claim.scale else "")
+
+
 def counts(section: PaperSection) -> str:
     c = section.counts
     return f"{c[REPRODUCED]} / {c[NOT_REPRODUCED]} / {c[NO_REFERENCE]}"

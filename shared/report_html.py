@@ -117,11 +117,12 @@ def _paper_section(s: PaperSection) -> str:
 
 def _claims_table(report: Report) -> str:
     rows = [[f'<a href="#{_e(s.paper)}">{_e(s.paper)}</a>', _e(c.text), _e(c.source),
-             {True: "yes", False: "no"}.get(c.verified, f.DASH), _e(c.status)] for s in report.papers for c in s.claims]
+             {True: "yes", False: "no"}.get(c.verified, f.DASH), _e(c.status), _e(f.evidence(c))]
+            for s in report.papers for c in s.claims]
     if not rows:
         return ""
     return ("<p><b>Claims</b> that are not one table number (speed-ups, directions), with the status each paper's "
-            "protocol measured for them:</p>" + _table(["paper", "claim", "source", "verified", "status"], rows))
+            "protocol measured for them:</p>" + _table(["paper", "claim", "source", "verified", "status", "evidence"], rows))
 
 
 def _list(title: str, items: list[str]) -> str:

@@ -36,12 +36,12 @@ def _headline_table(report: Report) -> list[str]:
 
 
 def _claims_table(report: Report) -> list[str]:
-    rows = [[f"[{s.paper}](#{s.paper})", c.text, c.source, {True: "yes", False: "no"}.get(c.verified, f.DASH), c.status]
-            for s in report.papers for c in s.claims]
+    rows = [[f"[{s.paper}](#{s.paper})", c.text, c.source, {True: "yes", False: "no"}.get(c.verified, f.DASH),
+             f"**{c.status}**", f.evidence(c)] for s in report.papers for c in s.claims]
     if not rows:
         return []
     return ["**Claims** that are not one table number (speed-ups, directions), with the status each paper's protocol "
-            "measured for them:\n", *_table(["paper", "claim", "source", "verified", "status"], rows), ""]
+            "measured for them:\n", *_table(["paper", "claim", "source", "verified", "status", "evidence"], rows), ""]
 
 
 def _machines(report: Report) -> list[str]:
@@ -75,6 +75,8 @@ def render_index(report: Report) -> str:
              *_headline_table(report), "", f.COUNTS_NOTE + "\n", *_claims_table(report)]
     parts.append("**Reference kinds**, strongest first: " + "; ".join(
         f"`{k}`: {v}" for k, v in f.kind_legend()) + ". Each row names the kind it was judged against.\n")
+    if report.without_results:
+        parts.append(f"**No results yet** (a package, no complete result file): {', '.join(report.without_results)}.\n")
     parts += _machines(report)
     if report.unfinished:
         parts.append("**Unfinished runs** (not in the tables; `make replicate-<paper>` resumes them):\n")

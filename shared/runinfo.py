@@ -12,7 +12,8 @@ from pathlib import Path
 
 import torch
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+from shared.paths import REPO_ROOT
+
 PACKAGES = ["torch", "torch-geometric", "numpy", "scipy", "scikit-learn", "hydra-core", "wandb", "datasets"]
 
 

@@ -13,10 +13,13 @@ from omegaconf import DictConfig, OmegaConf
 from shared.atomic import write_json_atomic
 from shared.config_check import ConfigError, validate
 from shared.destination import results_root
+from shared.paths import REPO_ROOT
 from shared.perf import keep_freed_memory
 from shared.reference import compare, load_paper, reported_for
-from shared.replication import Replication
-from shared.runinfo import REPO_ROOT, environment, git_state, peak_memory_mb, portable_paths
+from shared.replication import Replication, Run
+from shared.report_data import rows_of
+from shared.report_format import line
+from shared.runinfo import environment, git_state, peak_memory_mb, portable_paths
 from shared.seeding import seed_everything
 from shared.stats import aggregate
 from shared.tracking import make_tracker
@@ -39,6 +42,17 @@ def seeds_of(cfg: DictConfig) -> list[int]:
 def result_path(cfg: DictConfig) -> Path:
     # results/ only for the paper's protocol; any other run under outputs/ or its results_dir (shared.destination)
     return results_root(cfg) / cfg.paper.name / cfg.dataset.name / f"{cfg.model.name}.json"
+
+
+def make_run(cfg: DictConfig) -> Run:
+    """The one identity of a (paper, dataset, model) run that every Replication method receives."""
+    return Run(paper=str(cfg.paper.name), dataset=str(cfg.dataset.name), model=str(cfg.model.name),
+               seeds=tuple(seeds_of(cfg)), output_dir=result_path(cfg).parent, cfg=cfg)
+
+
+def stored(summary: dict[str, Any]) -> dict[str, Any]:
+    """What of train's summary goes into the record: keys starting with '_' are for evaluate only."""
+    return {k: v for k, v in summary.items() if not str(k).startswith("_")}
 
 
 def partial_path(cfg: DictConfig) -> Path:
@@ -96,8 +110,9 @@ def run(cfg: DictConfig, replication: Replication) -> dict[str, Any]:
     }
     tracker = make_tracker(cfg)
     env = environment(PROCESS_START_GIT)
+    spec = make_run(cfg)
     started = time.perf_counter()
-    data = replication.load_data(cfg)
+    data = replication.load_data(spec)
     data_seconds = time.perf_counter() - started
 
     config = OmegaConf.to_container(cfg, resolve=True)
@@ -105,7 +120,7 @@ def run(cfg: DictConfig, replication: Replication) -> dict[str, Any]:
         config["results_dir"] = portable_paths(config["results_dir"])
     done = {r["seed"]: r for r in resumable_runs(cfg, config)}
     per_seed, runs = [], []
-    for seed in seeds_of(cfg):
+    for seed in spec.seeds:
         if seed in done:  # finished by an interrupted earlier run of this exact config
             runs.append(done[seed])
             per_seed.append(done[seed]["metrics"])
@@ -114,9 +129,10 @@ def run(cfg: DictConfig, replication: Replication) -> dict[str, Any]:
         seed_everything(seed)
         tracker.start(cfg, seed)
         t0 = time.perf_counter()
-        model = replication.build_model(cfg, data)
-        summary = replication.train(cfg, model, data, seed, tracker.log)
-        metrics = replication.evaluate(cfg, model, data)
+        model = replication.build_model(spec, data)
+        summary = replication.train(spec, model, data, seed, tracker.log)
+        metrics = replication.evaluate(spec, model, data, seed, summary)
+        summary = stored(summary)
         seconds = time.perf_counter() - t0
         tracker.finish(metrics, reported)
         per_seed.append(metrics)
@@ -156,12 +172,5 @@ def run(cfg: DictConfig, replication: Replication) -> dict[str, Any]:
 
 
 def format_rows(record: dict[str, Any]) -> str:
-    lines = []
-    for row in record["comparison"]:
-        rep = "unknown" if row["reported"] is None else f"{row['reported']:.2f}"
-        lines.append(
-            f"  {record['dataset']:<9} {record['model']:<8} {row['metric']:<16} reported {rep:>8}  "
-            f"reproduced {row['reproduced_mean']:.2f} ± {row['reproduced_std']:.2f} (n={row['n']})  "
-            f"{row['status']}"
-        )
-    return "\n".join(lines)
+    """The record's rows as the results page prints them (shared.report_data.rows_of, report_format.line)."""
+    return "\n".join(line(row) for row in rows_of(record, None))

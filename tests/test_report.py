@@ -124,28 +124,28 @@ def test_plot_gives_each_metric_its_own_panel_at_a_capped_width(tmp_path):
     assert width == pytest.approx(MAX_COLS * 3.3 * 100, abs=2)
 
 
-def test_claims_files_of_each_shape_reach_the_page(tmp_path):
-    import json
-
+def test_claims_file_in_the_one_schema_reaches_the_page_and_a_bad_status_is_refused(tmp_path):
     from shared.report_data import claims_of
     from shared.report_md import _claims_table
 
     (tmp_path / "p").mkdir()
-    (tmp_path / "p" / "claims.json").write_text(json.dumps({"claims": [
-        {"text": "2x faster", "source": "abstract", "verified": True, "status": "not testable here"},
-        {"text": "no status yet", "source": "s"}]}))  # a claim without a status is not shown
-    (tmp_path / "p" / "x_claims.json").write_text(json.dumps({"checks": [
-        {"claim": "ladder", "source": "Fig. 3", "verified": False, "status": "direction supported"}]}))
-    old = {"claim": "beats Switch", "verdict_scope": "not testable at this scale"}
-    (tmp_path / "p" / "old_claim.json").write_text(json.dumps(old))
-    (tmp_path / "p" / "broken_claim.json").write_text("{not json")
+    claim = {"text": "2x faster", "source": "abstract", "verified": True, "status": "not testable here",
+             "evidence": "needs 64 GPUs", "effect": None, "interval": None, "unit": "", "scale": ""}
+    (tmp_path / "p" / "claims.json").write_text(json.dumps({"paper": "p", "claims": [claim], "data": {}}))
+    (tmp_path / "p" / "old_claim.json").write_text(json.dumps({"claim": "x", "verdict": "holds"}))  # not read
     claims = claims_of(tmp_path, "p")
-    assert [(c.text, c.status) for c in claims] == [("2x faster", "not testable here"),
-                                                     ("beats Switch", "not testable at this scale"),
-                                                     ("ladder", "direction supported")]
-    section = type("S", (), {"paper": "p", "claims": claims})()
-    lines = _claims_table(type("R", (), {"papers": [section]})())
-    assert any("| [p](#p) | ladder | Fig. 3 | no | direction supported |" == line for line in lines)
+    assert [(c.text, c.status, c.evidence) for c in claims] == [("2x faster", "not testable here", "needs 64 GPUs")]
+
+    class Section:
+        paper, claims = "p", []
+
+    section = Section()
+    section.claims = claims
+    table = "\n".join(_claims_table(type("R", (), {"papers": [section]})()))
+    assert "| 2x faster | abstract | yes | **not testable here** | needs 64 GPUs |" in table
+    (tmp_path / "p" / "claims.json").write_text(json.dumps({"claims": [{**claim, "status": "direction supported"}]}))
+    with pytest.raises(ValueError, match="unknown status 'direction supported'"):
+        claims_of(tmp_path, "p")
 
 
 def test_a_paper_without_official_code_says_so_on_both_pages(tmp_path):

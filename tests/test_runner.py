@@ -21,15 +21,15 @@ class Toy(Replication):
     def __init__(self, paper_file: Path, fail_at_seed: int | None = None, threads: int | None = None) -> None:
         self.paper_file, self.fail_at_seed, self.threads = paper_file, fail_at_seed, threads
 
-    def load_data(self, cfg):
+    def load_data(self, run):
         g = torch.Generator().manual_seed(0)
         x = torch.randn(200, 5, generator=g)
         return x, (x[:, 0] > 0).long()
 
-    def build_model(self, cfg, data):
+    def build_model(self, run, data):
         return torch.nn.Linear(5, 2)
 
-    def train(self, cfg, model, data, seed, log):
+    def train(self, run, model, data, seed, log):
         if self.threads:  # as the MoE protocols do: the record must say what the seed ran with
             torch.set_num_threads(self.threads)
         if seed == self.fail_at_seed:
@@ -43,9 +43,11 @@ class Toy(Replication):
             loss.backward()
             opt.step()
             log({"loss": float(loss)}, step)
-        return {"steps": 20}
+        assert run.seeds == (1, 2, 3) and run.model == "pshgcn" and run.output_dir.name == "dblp"
+        return {"steps": 20, "_seen_seed": seed}  # "_": handed to evaluate, never stored
 
-    def evaluate(self, cfg, model, data):
+    def evaluate(self, run, model, data, seed, summary):
+        assert summary["_seen_seed"] == seed  # evaluate sees what train returned for this very seed
         x, y = data
         return {"test_micro_f1": 100 * float((model(x).argmax(1) == y).float().mean())}
 
@@ -75,6 +77,7 @@ def test_run_writes_complete_result_with_provenance(tmp_path, paper_file):
     path = tmp_path / "results" / "pshgcn" / "dblp" / "pshgcn.json"
     saved = json.loads(path.read_text())
     assert saved["complete"] and [r["seed"] for r in saved["runs"]] == [1, 2, 3]
+    assert all(r["train"] == {"steps": 20} for r in saved["runs"])  # the "_" key reached evaluate only
     row = saved["comparison"][0]
     assert row["n"] == 3 and row["reported"] == 99.0 and row["source"] == "Table 1"
     assert row["status"] == ("reproduced" if abs(row["difference"]) <= 5 else "not reproduced")

@@ -1,0 +1,123 @@
+"""What a paper's ``report()`` hook receives and returns: its result records in, its page as data out.
+
+A paper never writes files after its runs: ``Replication.report(results)`` reads ``PaperResults`` (every
+complete record of the paper under one results root, and the side files its benchmarks wrote there) and
+returns a ``PaperReport``: the blocks of its page (text, tables, figures, in order), its claims with their
+status from the one vocabulary (shared.verdict) and the data behind them. shared.report writes all of it:
+``results/<paper>/README.md``, ``results/<paper>/claims.json`` and each figure, atomically.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from shared.verdict import checked
+
+PAGE_NAME = "README.md"  # the paper's own page: results/<paper>/README.md
+CLAIMS_NAME = "claims.json"  # its claims and data, one schema for every paper
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A published claim and its verdict here. ``evidence``: a few words a reader needs to believe the
+    status (the measured effect with its interval, or why it cannot be tested here)."""
+
+    text: str
+    source: str
+    verified: bool | None
+    status: str
+    evidence: str = ""
+    effect: float | None = None
+    interval: tuple[float, float] | None = None
+    unit: str = ""
+    scale: str = ""  # where the verdict holds only at the scale measured: that scale, in words
+
+    def __post_init__(self) -> None:
+        checked(self.status)
+
+    def as_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["interval"] = list(self.interval) if self.interval is not None else None
+        return out
+
+
+@dataclass(frozen=True)
+class Table:
+    header: list[str]
+    rows: list[list[Any]]
+    title: str = ""
+    note: str = ""  # one paragraph under the table
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A PNG under results/<paper>/; ``draw`` builds the matplotlib figure (only called when plots are on)."""
+
+    name: str
+    draw: Callable[[], Any]
+    caption: str = ""
+    dpi: float | None = None
+
+
+Block = str | Table | Figure  # a str is a Markdown paragraph or heading, written as given
+
+
+@dataclass
+class PaperReport:
+    blocks: list[Block] = field(default_factory=list)
+    claims: list[Claim] = field(default_factory=list)
+    data: dict[str, Any] = field(default_factory=dict)  # the numbers behind the tables, for claims.json
+
+    def figures(self) -> list[Figure]:
+        return [b for b in self.blocks if isinstance(b, Figure)]
+
+
+@dataclass(frozen=True)
+class PaperResults:
+    """The complete result records of one paper under one results root (see load_paper_results), and the
+    folder its side files are in."""
+
+    paper: str
+    folder: Path  # <results root>/<paper>
+    records: dict[tuple[str, str], dict[str, Any]]  # (dataset, model) -> record
+
+    def record(self, dataset: str, model: str) -> dict[str, Any] | None:
+        return self.records.get((dataset, model))
+
+    def datasets(self) -> list[str]:
+        return sorted({d for d, _ in self.records})
+
+    def models(self, dataset: str) -> dict[str, dict[str, Any]]:
+        return {m: r for (d, m), r in sorted(self.records.items()) if d == dataset}
+
+    def side_file(self, name: str) -> Any | None:
+        """A JSON file a benchmark of the paper wrote beside its results (None when it is not there)."""
+        path = self.folder / name
+        return json.loads(path.read_text()) if path.exists() else None
+
+    @property
+    def root(self) -> Path:
+        return self.folder.parent
+
+
+def load_paper_results(root: Path, paper: str) -> PaperResults:
+    """Complete records under <root>/<paper>/<dataset>/<model>.json (partial and side files skipped): the
+    full-scale ones where there are any (a smoke run never mixes into the protocol's page), else every one
+    (the page of a smoke run, beside it)."""
+    records, full = {}, {}
+    for path in sorted((root / paper).glob("*/*.json")):
+        if path.name.endswith(".partial.json"):
+            continue
+        try:
+            record = json.loads(path.read_text())
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            continue  # listed as unreadable by the shared report
+        if isinstance(record, dict) and record.get("complete") is True and "dataset" in record:
+            records[record["dataset"], record["model"]] = record
+            if record.get("scale") == "full":
+                full[record["dataset"], record["model"]] = record
+    return PaperResults(paper=paper, folder=root / paper, records=full or records)

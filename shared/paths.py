@@ -1,0 +1,16 @@
+"""Where the project's folders are: the one home of every path a writer or reader needs.
+
+The checkout is found once, from this package's location; every other module asks here (never its own
+``__file__``). ``results_root(cfg)`` (shared.destination) picks the results folder of a run from the
+``paths`` config group (conf/paths/default.yaml) and these.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+CONF_DIR = REPO_ROOT / "conf"
+RESULTS = REPO_ROOT / "results"  # the committed results: only a paper's protocol writes here
+PAPERS_DIR = REPO_ROOT / "replications"
+HAND_RUNS = Path("outputs") / "results"  # a run by hand, relative to the working directory like Hydra's outputs/

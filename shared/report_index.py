@@ -1,0 +1,52 @@
+"""results/index.json and results/index.csv: every row and claim of every paper, with its recomputed status.
+
+The same ``Row`` and ``Claim`` objects the pages and the terminal print, so all of them agree by construction;
+tests/test_report_agreement.py checks it row by row.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+from typing import Any
+
+from shared.atomic import write_json_atomic, write_text_atomic
+from shared.report_data import Report, Row
+from shared.runinfo import git_state
+
+INDEX_JSON, INDEX_CSV = "index.json", "index.csv"
+ROW_FIELDS = ("paper", "dataset", "model", "metric", "mean", "std", "n", "reference", "reference_kind", "source",
+              "verified", "difference", "status", "commits", "hardware", "wall_seconds")
+
+
+def row_entry(row: Row) -> dict[str, Any]:
+    return {"paper": row.paper, "dataset": row.dataset, "model": row.model, "metric": row.metric,
+            "mean": row.mean, "std": row.std, "n": row.n, "reference": row.reported, "reference_kind": row.kind,
+            "source": row.source, "verified": row.verified, "difference": row.difference, "status": row.status,
+            "commits": ", ".join(row.commits), "hardware": " + ".join(row.cpus) if not row.gpu else row.gpu,
+            "wall_seconds": row.wall_seconds}
+
+
+def index(report: Report) -> dict[str, Any]:
+    return {
+        "generated_at_commit": git_state().get("git_commit"),
+        "rows": [row_entry(r) for s in report.papers for r in s.rows],
+        "claims": [{"paper": s.paper, **c.as_json()} for s in report.papers for c in s.claims],
+        "papers_without_results": list(report.without_results),
+    }
+
+
+def to_csv(entries: list[dict[str, Any]]) -> str:
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=ROW_FIELDS, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(entries)
+    return buffer.getvalue()
+
+
+def write_index(root: Path, report: Report) -> dict[str, Any]:
+    data = index(report)
+    write_json_atomic(root / INDEX_JSON, data)
+    write_text_atomic(root / INDEX_CSV, to_csv(data["rows"]))
+    return data

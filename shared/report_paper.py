@@ -1,0 +1,56 @@
+"""Write one paper's ``PaperReport``: results/<paper>/README.md, claims.json and its figures, atomically."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from shared.atomic import save_figure_atomic, write_json_atomic, write_text_atomic
+from shared.paper_report import CLAIMS_NAME, PAGE_NAME, Figure, PaperReport, Table
+
+
+def cell(value: Any) -> str:
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def markdown_table(table: Table) -> list[str]:
+    lines = [f"**{table.title}**\n"] if table.title else []
+    lines += ["| " + " | ".join(cell(h) for h in table.header) + " |", "|" + "---|" * len(table.header)]
+    lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in table.rows]
+    return lines + ([f"\n{table.note}"] if table.note else [])
+
+
+def claims_table(report: PaperReport) -> Table:
+    rows = [[c.text, c.source, {True: "yes", False: "no"}.get(c.verified, "—"), f"**{c.status}**",
+             c.evidence + (f" ({c.scale})" if c.scale else "")] for c in report.claims]
+    return Table(["claim", "source", "verified", "status", "evidence"], rows)
+
+
+def render_page(paper: str, report: PaperReport) -> str:
+    parts = []
+    for block in report.blocks:
+        if isinstance(block, Table):
+            parts.append("\n".join(markdown_table(block)))
+        elif isinstance(block, Figure):
+            parts.append(f"![{block.caption or Path(block.name).stem}]({block.name})")
+        else:
+            parts.append(block.rstrip("\n"))
+    return "\n\n".join(parts) + "\n"
+
+
+def claims_json(paper: str, report: PaperReport) -> dict[str, Any]:
+    return {"paper": paper, "claims": [c.as_json() for c in report.claims], "data": report.data}
+
+
+def write_paper(folder: Path, paper: str, report: PaperReport, plots: bool = True) -> list[Path]:
+    """Every file of the paper's own page under ``folder`` (= <results root>/<paper>); returns their paths."""
+    written = []
+    if plots:
+        for figure in report.figures():
+            save_figure_atomic(figure.draw(), folder / figure.name, dpi=figure.dpi)
+            written.append(folder / figure.name)
+    if report.blocks:
+        write_text_atomic(folder / PAGE_NAME, render_page(paper, report))
+        written.append(folder / PAGE_NAME)
+    write_json_atomic(folder / CLAIMS_NAME, claims_json(paper, report))
+    return [*written, folder / CLAIMS_NAME]
