@@ -24,7 +24,7 @@ from shared import report
 from shared.config_check import validate
 from shared.data import DataError
 from shared.destination import DestinationError, protocol, results_root
-from shared.runner import PROJECT_ROOT, ConfigError, check_choices, run
+from shared.runner import PROJECT_ROOT, ConfigError, check_choices, is_legacy, run
 from shared.smoke import apply_smoke
 from shared.writable import ensure_writable
 
@@ -111,6 +111,8 @@ def main(argv: list[str]) -> int:
             except (ConfigError, DataError, DestinationError) as exc:
                 print(f"error: {exc}", file=sys.stderr)
                 return 2
+    if configs and is_legacy(replication):  # TRANSITIONAL (issue 26): its own scripts until it is ported
+        replication.after_replicate(configs[-1][2])  # type: ignore[attr-defined]
     if changes:  # the paper's own page beside the runs it was built from (the committed pages stay as they are)
         for root in sorted(roots):
             report.write_paper_pages(Path(root), {paper: replication.report})

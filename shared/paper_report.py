@@ -31,6 +31,7 @@ class Claim:
     verified: bool | None
     status: str
     evidence: str = ""
+    kind: str = ""  # the kind of the claim's source (shared.reference.KINDS: paper, authors' release, ...)
     effect: float | None = None
     interval: tuple[float, float] | None = None
     unit: str = ""

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from shared.atomic import save_figure_atomic, write_json_atomic, write_text_atomic
-from shared.paper_report import CLAIMS_NAME, PAGE_NAME, Figure, PaperReport, Table
+from shared.paper_report import CLAIMS_NAME, PAGE_NAME, Block, Figure, PaperReport, Table
 
 
 def cell(value: Any) -> str:
@@ -27,8 +27,15 @@ def claims_table(report: PaperReport) -> Table:
 
 
 def render_page(paper: str, report: PaperReport) -> str:
+    """The blocks in order, with the claims' verdicts right under the page's title (its first block) so a
+    reader sees them first; the same Claim objects go to claims.json, the index and the terminal."""
+    blocks: list[Block] = list(report.blocks)
+    if report.claims:
+        verdicts = ["## Verdicts", claims_table(report)]
+        at = 1 if blocks and isinstance(blocks[0], str) and blocks[0].lstrip().startswith("# ") else 0
+        blocks[at:at] = verdicts
     parts = []
-    for block in report.blocks:
+    for block in blocks:
         if isinstance(block, Table):
             parts.append("\n".join(markdown_table(block)))
         elif isinstance(block, Figure):

@@ -9,6 +9,7 @@ from omegaconf import OmegaConf
 
 from replications.hetumoe import REPLICATION, metric_name, report
 from shared.reference import load_paper
+from tests.runs import run_of
 
 
 def record(model: str, ms: dict[int, dict[str, float]]) -> dict:
@@ -53,10 +54,24 @@ def test_direction_at_the_smallest_size(flat, hier, want):
 def test_claim_statuses():
     supported = {"testbed_2x2": rows([2.0], [1.0]), "testbed_2x4": rows([3.0], [1.0])}
     claims = report.claim_check(supported, {"emulated"})
-    assert [c["status"] for c in claims] == ["not testable here", "not testable here", "direction supported"]
+    assert [c.status for c in claims] == ["not testable here", "not testable here", "supported"]
+    assert claims[2].interval == (2.0, 3.0) and claims[2].kind == "paper"
     mixed = {"testbed_2x2": rows([2.0], [1.0]), "testbed_2x4": rows([1.0], [3.0])}
-    assert report.claim_check(mixed, {"emulated"})[2]["status"] == "inconclusive"
-    assert report.claim_check(supported, {"local"})[2]["status"] == "not tested"  # unshaped: no verdict
+    assert report.claim_check(mixed, {"emulated"})[2].status == "inconclusive"
+    assert report.claim_check(supported, {"local"})[2].status == "not run"  # unshaped: no verdict
+
+
+def test_page_from_records(tmp_path):
+    from shared.paper_report import PaperResults
+
+    hier = {s: {SMALL: 1.0, BIG: 2.0} for s in (1, 2)}
+    flat = {s: {SMALL: 2.0, BIG: 1.0} for s in (1, 2)}
+    records = {(t, m): {**record(m, ms), "dataset": t} for t in ("testbed_2x2", "testbed_2x4")
+               for m, ms in (("hetumoe", hier), ("hetumoe_flat", flat))}
+    page = report.build(PaperResults("hetumoe", tmp_path / "hetumoe", records))
+    assert [c.status for c in page.claims][2] == "supported"
+    assert [t.title for t in page.blocks if hasattr(t, "header")] == ["testbed_2x2", "testbed_2x4"]
+    assert report.build(PaperResults("hetumoe", tmp_path / "hetumoe", {})) is None
 
 
 def test_paper_file_claims_carry_source_kind_and_verified():
@@ -76,10 +91,11 @@ def test_one_measurement_round_on_local_ranks():
         "paper": {"protocol": {"cluster": "local", "rates_mbit": [100], "sizes": [4096, 65536], "reps": 5}},
         "dataset": {"name": "testbed_2x2", "nodes": 2, "ranks_per_node": 1},
         "model": {"a2a": "hierarchical"}})
-    data = REPLICATION.load_data(cfg)
-    model = REPLICATION.build_model(cfg, data)
-    summary = REPLICATION.train(cfg, model, data, 1, lambda m, s: None)
-    metrics = REPLICATION.evaluate(cfg, model, data)
+    run = run_of(cfg)
+    data = REPLICATION.load_data(run)
+    model = REPLICATION.build_model(run, data)
+    summary = REPLICATION.train(run, model, data, 1, lambda m, s: None)
+    metrics = REPLICATION.evaluate(run, model, data, 1, summary)
     assert set(metrics) == {"a2a_ms_r100_4KiB", "a2a_ms_r100_64KiB"} and all(v > 0 for v in metrics.values())
     assert summary["cluster"] == "local" and len(summary["gflops_probe"]) == 1
 
@@ -89,10 +105,10 @@ def test_bad_protocol_values_are_refused():
             "dataset": {"name": "testbed_2x2", "nodes": 2, "ranks_per_node": 1}, "model": {"a2a": "ring"}}
     cfg = OmegaConf.create(base)
     with pytest.raises(ValueError, match="model.a2a"):
-        REPLICATION.build_model(cfg, REPLICATION.load_data(cfg))
+        REPLICATION.build_model(run_of(cfg), REPLICATION.load_data(run_of(cfg)))
     cfg.paper.protocol.reps = 3
     with pytest.raises(ValueError, match="reps must be >= 5"):
-        REPLICATION.load_data(cfg)
+        REPLICATION.load_data(run_of(cfg))
     cfg.paper.protocol.reps, cfg.paper.protocol.cluster = 5, "cloud"
     with pytest.raises(ValueError, match="cluster"):
-        REPLICATION.load_data(cfg)
+        REPLICATION.load_data(run_of(cfg))

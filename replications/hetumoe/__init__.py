@@ -3,8 +3,8 @@
 The measurement protocol through the suite's one interface: load_data = the topology (N nodes x G ranks)
 and the sweep (link rates x per-rank sizes); build_model = which all-to-all (flat | hierarchical);
 train = one round of measurement (a fresh cluster per link rate, replications.moe.comm_worker);
-evaluate = median milliseconds per (rate, size), named a2a_ms_r<rate>_<size>. after_replicate writes the
-flat-vs-hierarchical table, the claim check and the plot (replications/hetumoe/report.py).
+evaluate = median milliseconds per (rate, size), named a2a_ms_r<rate>_<size>. report() returns the
+flat-vs-hierarchical table, the claim check and the plot as data (replications/hetumoe/report.py).
 """
 
 from __future__ import annotations
@@ -14,10 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig
-
-from shared.replication import LogFn, Replication
-from shared.runner import result_path
+from shared.paper_report import PaperReport, PaperResults
+from shared.replication import LogFn, Replication, Run
 
 OPS = {"hierarchical": "hier", "flat": "flat"}
 
@@ -44,8 +42,8 @@ class HetuMoEReplication(Replication):
     name = "hetumoe"
     paper_file = Path(__file__).with_name("paper.yaml")
 
-    def load_data(self, cfg: DictConfig) -> Sweep:
-        p, d = cfg.paper.protocol, cfg.dataset
+    def load_data(self, run: Run) -> Sweep:
+        p, d = run.cfg.paper.protocol, run.cfg.dataset
         if "nodes" not in d:
             raise ValueError(f"hetumoe's datasets are topologies (testbed_2x2, testbed_2x4), got '{d.name}'")
         if p.cluster not in ("emulated", "local"):
@@ -62,17 +60,19 @@ class HetuMoEReplication(Replication):
         return Sweep(int(d.nodes), int(d.ranks_per_node), [float(r) for r in p.rates_mbit],
                      [int(s) for s in p.sizes], int(p.reps), str(p.cluster))
 
-    def build_model(self, cfg: DictConfig, data: Sweep) -> str:
-        if cfg.model.a2a not in OPS:
-            raise ValueError(f"model.a2a must be one of {sorted(OPS)}, got '{cfg.model.a2a}'")
-        return OPS[cfg.model.a2a]
+    def build_model(self, run: Run, data: Sweep) -> str:
+        a2a = run.cfg.model.a2a
+        if a2a not in OPS:
+            raise ValueError(f"model.a2a must be one of {sorted(OPS)}, got '{a2a}'")
+        return OPS[a2a]
 
-    def train(self, cfg: DictConfig, model: str, data: Sweep, seed: int, log: LogFn) -> dict[str, Any]:
+    def train(self, run: Run, model: str, data: Sweep, seed: int, log: LogFn) -> dict[str, Any]:
         from replications.moe.bench_comm import gflops_probe
         from replications.moe.testbed import EmulatedCluster, LocalCluster
 
-        self._rows: dict[str, float] = {}
-        summary: dict[str, Any] = {"gflops_probe": [], "load_average": [], "min_ms": {}, "max_ms": {}}
+        medians: dict[str, float] = {}
+        summary: dict[str, Any] = {"gflops_probe": [], "load_average": [], "min_ms": {}, "max_ms": {},
+                                   "_median_ms": medians}
         args = ["--sizes", ",".join(map(str, data.sizes)), "--reps", data.reps, "--ops", model]
         for rate in data.rates_mbit:
             summary["gflops_probe"].append(gflops_probe())
@@ -86,21 +86,20 @@ class HetuMoEReplication(Replication):
                 if r["op"] != model:
                     continue
                 name = metric_name(rate, r["bytes"])
-                self._rows[name] = statistics.median(r["seconds"]) * 1e3
+                medians[name] = statistics.median(r["seconds"]) * 1e3
                 summary["min_ms"][name] = min(r["seconds"]) * 1e3
                 summary["max_ms"][name] = max(r["seconds"]) * 1e3
                 summary["load_average"].append(r["load_average"][0])
         summary["cluster"] = data.cluster
         return summary
 
-    def evaluate(self, cfg: DictConfig, model: str, data: Sweep) -> dict[str, float]:
-        return dict(self._rows)
+    def evaluate(self, run: Run, model: str, data: Sweep, seed: int, summary: dict[str, Any]) -> dict[str, float]:
+        return dict(summary["_median_ms"])
 
-    def after_replicate(self, cfg: DictConfig) -> None:
-        """Called by `python -m replications.replicate hetumoe`: table, claim check and plot."""
+    def report(self, results: PaperResults) -> PaperReport | None:
         from replications.hetumoe import report
 
-        report.main([str(result_path(cfg).parents[2])])
+        return report.build(results)
 
 
 REPLICATION = HetuMoEReplication()

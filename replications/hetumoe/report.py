@@ -1,44 +1,28 @@
-"""``python -m replications.hetumoe.report [results_dir]``: flat vs hierarchical table, claim check, plot.
+"""HetuMoE's page as data: the flat vs hierarchical table, the claim check and the plot (``build``).
 
-Reads results/hetumoe/<topology>/{hetumoe,hetumoe_flat}.json and writes results/hetumoe/TABLE.md,
-claim.json and a2a.png. Speedup = flat / hierarchical time, paired by seed (one seed = one measurement
-round). The testable claim (paper.yaml `claims`, the H-A2A mechanism) is checked as a direction at the
-smallest per-rank size: `supported` when H-A2A was faster in every round on every shaped link,
-`contradicted` when slower in every round, else `inconclusive`; the system-level speedups are `not
+Speedup = flat / hierarchical time, paired by seed (one seed = one measurement round). The testable claim
+(paper.yaml `claims`, the H-A2A mechanism) is a direction at the smallest per-rank size, judged by
+shared.verdict.sign_status over every round on every shaped link; the system-level speedups are `not
 testable here`, with the reason from paper.yaml. No paper number is compared: none is known.
 """
 
 from __future__ import annotations
 
-import json
 import re
-import sys
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from shared.atomic import save_figure_atomic, write_json_atomic, write_text_atomic
+from shared.paper_report import Claim, Figure, PaperReport, PaperResults, Table
+from shared.verdict import INCONCLUSIVE, NOT_RUN, NOT_TESTABLE, sign_status
 
-ROOT = Path(__file__).resolve().parents[2] / "results"
 PAPER = Path(__file__).with_name("paper.yaml")
 METRIC = re.compile(r"^a2a_ms_r(?P<rate>[\d.]+)_(?P<size>\d+)(?P<unit>KiB|MiB)$")
 
 
 def _bytes(m: re.Match) -> int:
     return int(m["size"]) * (2**10 if m["unit"] == "KiB" else 2**20)
-
-
-def load(root: Path) -> dict[str, dict[str, dict[str, Any]]]:
-    """topology -> model -> complete result record."""
-    out: dict[str, dict[str, dict[str, Any]]] = {}
-    for path in sorted((root / "hetumoe").glob("*/*.json")):
-        if path.name.endswith(".partial.json"):
-            continue
-        record = json.loads(path.read_text())
-        if record.get("complete", True):
-            out.setdefault(record["dataset"], {})[record["model"]] = record
-    return out
 
 
 def compare(records: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
@@ -60,28 +44,31 @@ def compare(records: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def direction(rows: list[dict[str, Any]]) -> str:
+    """Every round's speedup at the smallest size: H-A2A faster (> 1) in all of them, slower in all, or neither."""
     smallest = min(r["bytes"] for r in rows)
-    sp = [s for r in rows if r["bytes"] == smallest for s in r["speedups"]]
-    return "supported" if all(s > 1 for s in sp) else "contradicted" if all(s < 1 for s in sp) else "inconclusive"
+    return sign_status([s - 1 for r in rows if r["bytes"] == smallest for s in r["speedups"]])
 
 
-def claim_check(all_rows: dict[str, list[dict[str, Any]]], cluster: set[str]) -> list[dict[str, Any]]:
+def claim_check(all_rows: dict[str, list[dict[str, Any]]], cluster: set[str]) -> list[Claim]:
     paper = yaml.safe_load(PAPER.read_text())
     out = []
     for claim in paper["claims"]:
-        entry = {"text": claim["text"], "kind": claim["kind"], "source": claim["source"],
-                 "verified": claim["verified"], "values": claim.get("values")}
+        base = {"text": claim["text"], "kind": claim["kind"], "source": claim["source"], "verified": claim["verified"]}
         if not claim.get("testable_here"):
-            out.append({**entry, "status": "not testable here", "why": claim["why_not"]})
+            out.append(Claim(**base, status=NOT_TESTABLE, evidence=claim["why_not"]))
             continue
         if cluster != {"emulated"} or not all_rows:
-            out.append({**entry, "status": "not tested", "why": "no measurement on the emulated (shaped) cluster"})
+            out.append(Claim(**base, status=NOT_RUN, evidence="no measurement on the emulated (shaped) cluster"))
             continue
         per_topo = {t: direction(rows) for t, rows in all_rows.items()}
         values = set(per_topo.values())
-        status = values.pop() if len(values) == 1 else "inconclusive"
-        out.append({**entry, "status": f"direction {status}" if status != "inconclusive" else "inconclusive",
-                    "tested_as": claim["tested_as"], "per_topology": per_topo})
+        status = values.pop() if len(values) == 1 else INCONCLUSIVE
+        effects = [s for rows in all_rows.values() for r in rows if r["bytes"] == min(x["bytes"] for x in rows)
+                   for s in r["speedups"]]
+        evidence = (f"{claim['tested_as']}; flat / H-A2A at the smallest size {min(effects):.2f}-{max(effects):.2f}x "
+                    f"over rounds ({', '.join(f'{t}: {v}' for t, v in per_topo.items())})")
+        out.append(Claim(**base, status=status, evidence=evidence, unit="x (flat / H-A2A)",
+                         effect=sum(effects) / len(effects), interval=(min(effects), max(effects))))
     return out
 
 
@@ -89,29 +76,15 @@ def _size(b: int) -> str:
     return f"{b // 2**20} MiB" if b >= 2**20 else f"{b // 2**10} KiB"
 
 
-def table(all_rows: dict[str, list[dict[str, Any]]], claims: list[dict[str, Any]], meta: dict[str, Any]) -> str:
-    lines = ["# HetuMoE: hierarchical vs flat all-to-all (emulated cluster)", "",
-             f"`python -m replications.replicate hetumoe` (cluster: {', '.join(sorted(meta['cluster']))}; "
-             f"seeds = measurement rounds: {meta['seeds']}; commit {meta['commit']}, dirty: {meta['dirty']}). "
-             "Mean over rounds of each round's median of 5 timed repetitions; speedup = flat / H-A2A per round "
-             "(min-max over rounds). Communication only; 4-8 gloo processes share 2 cores.", ""]
-    for topo, rows in all_rows.items():
-        lines += [f"## {topo}", "", "| link (Mbit/s) | per-rank size | flat (ms) | H-A2A (ms) | speedup (flat / H-A2A) |",
-                  "|---|---|---|---|---|"]
-        for r in rows:
-            lines.append(f"| {r['rate_mbit']:g} | {_size(r['bytes'])} | {r['flat_ms']:.2f} | {r['hier_ms']:.2f} | "
-                         f"{r['speedup_mean']:.2f}x ({min(r['speedups']):.2f}-{max(r['speedups']):.2f}) |")
-        lines.append("")
-    lines += ["## The paper's claims", "", "| claim | source | verified | status |", "|---|---|---|---|"]
-    for c in claims:
-        why = c.get("why") or c.get("tested_as", "")
-        lines.append(f"| {c['text']} | {c['source']} | {'yes' if c['verified'] else 'no'} | **{c['status']}**: {why} |")
-    lines += ["", "The model's extrapolation to GPU-cluster hardware (assumed, not measured) is in "
-              "[results/moe/COMM_BENCHMARK.md](../moe/COMM_BENCHMARK.md).", "", "![flat vs H-A2A](a2a.png)", ""]
-    return "\n".join(lines)
+def tables(all_rows: dict[str, list[dict[str, Any]]]) -> list[Table]:
+    header = ["link (Mbit/s)", "per-rank size", "flat (ms)", "H-A2A (ms)", "speedup (flat / H-A2A)"]
+    return [Table(header, [[f"{r['rate_mbit']:g}", _size(r["bytes"]), f"{r['flat_ms']:.2f}", f"{r['hier_ms']:.2f}",
+                            f"{r['speedup_mean']:.2f}x ({min(r['speedups']):.2f}-{max(r['speedups']):.2f})"]
+                           for r in rows], title=topo)
+            for topo, rows in all_rows.items()]
 
 
-def plot(all_rows: dict[str, list[dict[str, Any]]], out: Path) -> None:
+def plot(all_rows: dict[str, list[dict[str, Any]]]) -> Any:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -129,31 +102,28 @@ def plot(all_rows: dict[str, list[dict[str, Any]]], out: Path) -> None:
         ax.legend(fontsize=8)
         ax.grid(alpha=0.3)
     fig.tight_layout()
-    save_figure_atomic(fig, out, dpi=100)
+    return fig
 
 
-def main(argv: list[str]) -> int:
-    root = Path(argv[0]) if argv else ROOT
-    records = load(root)
-    pairs = {t: r for t, r in sorted(records.items()) if {"hetumoe", "hetumoe_flat"} <= set(r)}
+def build(results: PaperResults) -> PaperReport | None:
+    """The page from every topology with both a flat and a hierarchical record; None without such a pair."""
+    pairs = {t: results.models(t) for t in results.datasets()
+             if {"hetumoe", "hetumoe_flat"} <= set(results.models(t))}
     if not pairs:
-        print(f"no complete hetumoe flat + hierarchical pair under {root / 'hetumoe'}", file=sys.stderr)
-        return 1
+        return None
     all_rows = {t: compare(r) for t, r in pairs.items()}
     runs = [run for r in pairs.values() for rec in r.values() for run in rec["runs"]]
-    meta = {"cluster": {run["train"]["cluster"] for run in runs},
-            "seeds": sorted({run["seed"] for run in runs}),
-            "commit": ", ".join(sorted({(run["git_commit"] or "?")[:10] for run in runs})),
-            "dirty": any(rec["environment"]["git_dirty"] for r in pairs.values() for rec in r.values())}
-    claims = claim_check(all_rows, meta["cluster"])
-    out = root / "hetumoe"
-    write_text_atomic(out / "TABLE.md", table(all_rows, claims, meta))
-    write_json_atomic(out / "claim.json", {"claims": claims, "rows": all_rows,
-                                           "meta": {**meta, "cluster": sorted(meta["cluster"])}})
-    plot(all_rows, out / "a2a.png")
-    print((out / "TABLE.md").read_text())
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    cluster = {run["train"]["cluster"] for run in runs}
+    seeds = sorted({run["seed"] for run in runs})
+    commits = ", ".join(sorted({(run["git_commit"] or "?")[:10] for run in runs}))
+    dirty = any(rec["environment"]["git_dirty"] for r in pairs.values() for rec in r.values())
+    intro = (f"`python -m replications.replicate hetumoe` (cluster: {', '.join(sorted(cluster))}; seeds = measurement "
+             f"rounds: {seeds}; commit {commits}, dirty: {dirty}). Mean over rounds of each round's median of 5 timed "
+             "repetitions; speedup = flat / H-A2A per round (min-max over rounds). Communication only; 4-8 gloo "
+             "processes share 2 cores.")
+    blocks = ["# HetuMoE: hierarchical vs flat all-to-all (emulated cluster)", intro, *tables(all_rows),
+              "The model's extrapolation to GPU-cluster hardware (assumed, not measured) is in "
+              "[results/moe/COMM_BENCHMARK.md](../moe/COMM_BENCHMARK.md).",
+              Figure("a2a.png", draw=lambda: plot(all_rows), caption="flat vs H-A2A", dpi=100)]
+    return PaperReport(blocks=blocks, claims=claim_check(all_rows, cluster),
+                       data={"rows": all_rows, "cluster": sorted(cluster), "seeds": seeds, "commits": commits})
