@@ -61,7 +61,7 @@ def toy_protocol(tmp_path, monkeypatch, paper_file):  # noqa: F811
     monkeypatch.setattr(destination, "COMMITTED", committed)
     monkeypatch.setattr(replicate.replications, "get", lambda paper: Toy(paper_file))
     pages = []
-    monkeypatch.setattr(replicate.report, "main", lambda argv: pages.append(argv))
+    monkeypatch.setattr(replicate.report_all, "main", lambda argv: pages.append(argv))
     monkeypatch.chdir(tmp_path)
     return committed, pages
 
