@@ -15,7 +15,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig
 
 import replications
-from shared.config_check import validate
+from shared.config_check import check_added_keys, validate
 from shared.destination import DestinationError
 from shared.runner import ConfigError, check_choices, result_path, run
 from shared.smoke import apply_smoke
@@ -27,6 +27,7 @@ def main(cfg: DictConfig) -> float | None:
         replication = replications.get(cfg.paper.name)
         check_choices(cfg)
         hydra_cfg = HydraConfig.get()
+        check_added_keys(cfg, list(hydra_cfg.overrides.task))
         apply_smoke(cfg, hydra_cfg.overrides.task)
         validate(cfg)
         if hydra_cfg.mode == RunMode.MULTIRUN and not cfg.get("results_dir"):

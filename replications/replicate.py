@@ -21,7 +21,7 @@ from omegaconf.errors import OmegaConfBaseException
 import replications
 from replications import report as report_all
 from shared import report
-from shared.config_check import validate
+from shared.config_check import check_added_keys, validate
 from shared.data import DataError
 from shared.destination import DestinationError, protocol, results_root
 from shared.runner import PROJECT_ROOT, ConfigError, check_choices, is_legacy, run
@@ -58,6 +58,7 @@ def plan_configs(paper: str, overrides: list[str]) -> list[tuple[str, str, DictC
                 choice = model_choice(paper, list(plan.models), model, dataset)
                 cfg = compose("config", overrides=[f"paper={paper}", f"dataset={dataset}", f"model={choice}", *rest])
                 check_choices(cfg)
+                check_added_keys(cfg, rest)
                 apply_smoke(cfg, overrides)
                 validate(cfg)
                 configs.append((dataset, model, cfg))

@@ -121,3 +121,39 @@ def validate(cfg: DictConfig) -> None:
         walk(cfg[group], group)
     if cfg.paper.get("protocol") is not None:
         walk(cfg.paper.protocol, "paper.protocol")
+
+
+def _paths(node: Any, prefix: str = "") -> list[str]:
+    """Every key path of a config (dotted), without resolving interpolations."""
+    if not isinstance(node, DictConfig):
+        return []
+    out = []
+    for key in node.keys():
+        path = f"{prefix}{key}"
+        out.append(path)
+        out += _paths(node._get_node(key), f"{path}.")
+    return out
+
+
+def check_added_keys(cfg: DictConfig, overrides: list[str]) -> None:
+    """Refuse a ``+key=value`` override whose name already has a home elsewhere in the config (``+model.lr`` on
+    a paper whose lr is ``paper.protocol.lr``) or is a near-miss of a sibling (``+model.alhpa``): the paper
+    would never read the added key, and the run would silently be the default one. A new key with no home
+    anywhere (an optional setting a paper reads with a default) stays allowed."""
+    import difflib
+
+    paths = _paths(cfg)
+    for override in overrides:
+        if not override.startswith("+") or override.startswith("++") or "=" not in override:
+            continue
+        key = override[1:].split("=", 1)[0]
+        parent, _, leaf = key.rpartition(".")
+        homes = [p for p in paths if p != key and p.rpartition(".")[2] == leaf]
+        if homes:
+            raise ConfigError(f"+{key} adds a key the paper never reads: '{leaf}' lives at {', '.join(homes)}; "
+                              f"override it there ({homes[0]}=...)")
+        siblings = [p.rpartition(".")[2] for p in paths if p.rpartition(".")[0] == parent and p != key]
+        near = difflib.get_close_matches(leaf, siblings, n=1, cutoff=0.75)
+        if near:
+            raise ConfigError(f"+{key} adds a key the paper never reads; did you mean "
+                              f"{f'{parent}.' if parent else ''}{near[0]}=...?")

@@ -123,6 +123,15 @@ def test_unknown_top_level_key_is_named(capsys, tmp_path, fresh_cache):
     assert "modle" in err
 
 
+@pytest.mark.parametrize(("paper", "override", "message"), [
+    ("evomoe", "+model.lr=0.5", "'lr' lives at paper.protocol.lr"),  # was accepted and silently ignored
+    ("pshgcn", "+model.hiden=64", "did you mean model.hidden=...?"),
+])
+def test_added_key_the_paper_never_reads_is_refused(capsys, tmp_path, fresh_cache, paper, override, message):
+    err = refused(capsys, [paper, override], tmp_path / "out", fresh_cache)
+    assert message in err and "never reads" in err
+
+
 # --- where results go -------------------------------------------------------------------------------------
 
 def _unwritable(tmp_path: Path) -> Path:
