@@ -1,6 +1,7 @@
 """TA-MoE's protocol on a tiny synthetic stream: every step's dispatch matrix is recorded and consistent with
-the gate, the same seed gives the same numbers, the topology matrix follows the bandwidths, the report and
-the all-to-all replay run; and one smoke run on the mirror."""
+the gate, the same seed gives the same numbers, the topology matrix follows the bandwidths, train hands
+evaluate what it needs through the summary, the claims get their statuses from shared.verdict, the page builds
+from hand-made records, the all-to-all replay runs; and one smoke run on the mirror."""
 
 from __future__ import annotations
 
@@ -14,9 +15,11 @@ from replications.moe.wikitext import Corpus
 from replications.ta_moe import REPLICATION, report
 from replications.ta_moe.topology import bandwidth_matrix, resolve, topology_from_bandwidth
 from replications.ta_moe.train import fit, off_node_fraction
+from shared.paper_report import PaperResults, load_paper_results
 from shared.runner import run
 from shared.seeding import seed_everything
 from tests.conftest import compose_cfg, needs_mirror
+from tests.runs import run_of
 
 TINY = ["paper=ta_moe", "dataset=wikitext2", "scale=smoke", "tracker=none", "paper.protocol.steps=8",
         "scale.max_epochs=null", "paper.protocol.batch_size=8", "paper.protocol.seq_len=8",
@@ -35,7 +38,7 @@ def train_tiny(choice: str, seed: int = 1, *over: str):
     cfg = compose_cfg(*TINY, f"model={choice}", *over)
     data = tiny_corpus()
     seed_everything(seed)
-    model = REPLICATION.build_model(cfg, data)
+    model = REPLICATION.build_model(run_of(cfg), data)
     return fit(cfg, model, data.train, data.valid, lambda m, s: None), model, cfg
 
 
@@ -87,7 +90,7 @@ def test_only_the_ta_arm_carries_a_topology():
     _, gs, _ = train_tiny("ta_moe_gshard", 1, "paper.protocol.steps=1")
     assert ta.moe_layers()[0].gate.topology is not None and gs.moe_layers()[0].gate.topology is None
     with pytest.raises(ValueError, match="topology gates"):
-        REPLICATION.build_model(compose_cfg(*TINY, "model=evomoe_switch"), tiny_corpus())
+        REPLICATION.build_model(run_of(compose_cfg(*TINY, "model=evomoe_switch")), tiny_corpus())
 
 
 @pytest.mark.slow
@@ -104,13 +107,106 @@ def test_replay_worker_runs_recorded_matrices_on_local_ranks(tmp_path):
 
 @pytest.mark.slow
 @needs_mirror
-def test_smoke_run_on_the_mirror_writes_results_and_the_table(tmp_path, fresh_cache):
+def test_smoke_run_on_the_mirror_writes_results_and_the_page(tmp_path, fresh_cache):
     for choice in ("ta_moe/wikitext2", "ta_moe_gshard"):
         cfg = compose_cfg("paper=ta_moe", "dataset=wikitext2", f"model={choice}", "scale=smoke", "tracker=none",
                           "scale.max_epochs=4", f"results_dir={tmp_path}")
         record = run(cfg, REPLICATION)
         assert record["complete"] and 1 < record["aggregate"]["test_ppl"]["mean"] < 33278
-    assert report.main([str(tmp_path)]) == 0
-    assert (tmp_path / "ta_moe" / "wikitext2_dispatch.png").stat().st_size > 0
-    claims = json.loads((tmp_path / "ta_moe" / "wikitext2_claims.json").read_text())["checks"]
-    assert {c["id"]: c["status"] for c in claims}["speedup"] == "not testable here"
+        assert len(record["runs"][0]["train"]["dispatch"]) == 4  # every step's matrices reach the record
+    page = REPLICATION.report(load_paper_results(tmp_path, "ta_moe"))
+    statuses = [c.status for c in page.claims]
+    assert statuses[0] == "not testable here" and statuses[1] == "not run"  # no replay.json beside smoke results
+    assert page.figures()[0].draw().get_axes()
+
+
+def test_train_hands_evaluate_the_dispatch_through_the_summary():
+    cfg = compose_cfg(*TINY, "model=ta_moe/wikitext2", "paper.protocol.smoke_eval_tokens=64")
+    run_ = run_of(cfg)
+    data = tiny_corpus()
+    seed_everything(1)
+    model = REPLICATION.build_model(run_, data)
+    summary = REPLICATION.train(run_, model, data, 1, lambda m, s: None)
+    assert not hasattr(REPLICATION, "_summary") and not hasattr(REPLICATION, "_cluster")
+    assert summary["cluster"]["source"] in ("config", "measured: links.json") and len(summary["dispatch"]) == 8
+    metrics = REPLICATION.evaluate(run_, model, data, 1, summary)
+    assert metrics["off_node_fraction"] == pytest.approx(off_node_fraction(summary["dispatch"], 2))
+    assert metrics["off_node_fraction_last10pct"] == pytest.approx(off_node_fraction(summary["dispatch"][-1:], 2))
+    assert metrics["dropped_fraction"] == summary["mean_dropped_fraction"] and math.isfinite(metrics["test_ppl"])
+
+
+# Hand-made records: 2 x 2 ranks, 10 steps of one layer; `near` of each rank's 8 kept assignments stay on its node.
+def dispatch(near: int) -> list[list[list[list[int]]]]:
+    far = 8 - near
+    m = [[near // 2, near - near // 2, far // 2, far - far // 2], [near // 2, near - near // 2, far // 2, far - far // 2],
+         [far // 2, far - far // 2, near // 2, near - near // 2], [far // 2, far - far // 2, near // 2, near - near // 2]]
+    return [[m] for _ in range(10)]
+
+
+def hand_record(model: str, ppl: dict[int, float], near: int) -> dict:
+    off = off_node_fraction(dispatch(near), 2)
+    cluster = {"intra_mbit": 8000.0, "inter_mbit": 400.0, "source": "config"}
+    runs = [{"seed": s, "metrics": {"test_ppl": v, "off_node_fraction_last10pct": off},
+             "train": {"dispatch": dispatch(near), "cluster": cluster}} for s, v in ppl.items()]
+    agg = {k: {"mean": 1.0, "std": 0.0, "n": len(runs), "ci95_low": 1.0, "ci95_high": 1.0}
+           for k in ("valid_ppl", "test_ppl", "off_node_fraction", "off_node_fraction_last10pct",
+                     "local_rank_fraction", "dropped_fraction", "train_tokens_per_s")}
+    return {"dataset": "wikitext2", "model": model, "complete": True, "runs": runs, "aggregate": agg,
+            "wall_seconds": 60.0, "environment": {"hardware": {"cpu": "test cpu", "torch_threads": 1}},
+            "config": {"paper": {"protocol": {"batch_size": 4, "seq_len": 4, "cluster": {"ranks_per_node": 2}}}}}
+
+
+def replay_file(ta_ms: float, gs_ms: float) -> dict:
+    rows = [{"arm": arm, "d_model": w, "matrices": 40, "mean_ms": ms * (w / 128), "median_ms": ms * (w / 128),
+             "seconds": [ms * (w / 128) * 1e-3 * (1 + 0.01 * (i % 5)) for i in range(40)]}
+            for w in (128, 1024) for arm, ms in (("ta_moe", ta_ms), ("gshard", gs_ms))]
+    return {"testbed": {"nodes": 2, "ranks_per_node": 2, "inter_rate_mbit": 400.0}, "steps_per_seed": 10,
+            "measured_mbit": {"intra": 9000.0, "inter": 390.0}, "rows": rows}
+
+
+def test_claim_statuses_from_hand_made_records():
+    ta = hand_record("ta_moe", {1: 100.0, 2: 101.0, 3: 100.5}, near=7)
+    gs = hand_record("gshard", {1: 100.2, 2: 100.8, 3: 100.6}, near=4)
+    claims, details = report.claim_checks({"ta_moe": ta, "gshard": gs}, replay_file(1.0, 5.0), {"inter": 400.0})
+    by = dict(zip(["speedup", "a2a", "accuracy", "ladder"], claims))
+    assert by["speedup"].status == "not testable here"
+    assert by["a2a"].status == "supported" and by["a2a"].interval[1] < 1  # TA's all-to-all 5x shorter
+    assert details["a2a"]["modelled_ms_h1024"]["ta_moe"] < details["a2a"]["modelled_ms_h1024"]["gshard"]
+    # a loss within the 2% margin (+2.0 PPL) with an interval inside it: no loss of accuracy, supported
+    assert by["accuracy"].status == "supported" and by["accuracy"].interval[1] <= details["accuracy"]["margin"]
+    assert by["ladder"].status == "supported" and by["ladder"].effect == pytest.approx(1 / 8 - 1 / 2)
+    worse = hand_record("ta_moe", {1: 120.0, 2: 121.0, 3: 122.0}, near=2)  # 20 PPL worse, more off-node
+    claims, _ = report.claim_checks({"ta_moe": worse, "gshard": gs}, replay_file(5.0, 1.0))
+    assert [c.status for c in claims][1:] == ["contradicted", "contradicted", "contradicted"]
+    noisy = hand_record("ta_moe", {1: 95.0, 2: 110.0, 3: 100.0}, near=7)  # the interval straddles the margin
+    assert report.claim_checks({"ta_moe": noisy, "gshard": gs}, None)[0][2].status == "inconclusive"
+    claims, _ = report.claim_checks({"ta_moe": ta}, None)
+    assert [c.status for c in claims] == ["not testable here", "not run", "not run", "not run"]
+
+
+def test_replay_ratio_needs_its_interval_below_one():
+    same = [1e-3 * (1 + 0.1 * (i % 7)) for i in range(50)]
+    assert report.replay_ratio(same, same)["status"] == "inconclusive"
+    assert report.replay_ratio([t / 2 for t in same], same)["status"] == "supported"
+    assert report.replay_ratio([t * 2 for t in same], same)["status"] == "contradicted"
+
+
+def test_page_from_hand_made_records(tmp_path):
+    from shared.report_paper import render_page
+
+    records = {("wikitext2", m): hand_record(m, {1: 100.0, 2: 101.0}, near=n)
+               for m, n in (("gshard", 4), ("ta_moe", 7), ("fastermoe", 6))}
+    folder = tmp_path / "ta_moe"
+    folder.mkdir()
+    (folder / "replay.json").write_text(json.dumps(replay_file(1.0, 5.0)))
+    page = report.build(PaperResults("ta_moe", folder, records))
+    assert [c.status for c in page.claims] == ["not testable here", "supported", "supported", "supported"]
+    tables = [b for b in page.blocks if hasattr(b, "header")]
+    assert [row[0] for row in tables[0].rows] == ["ta_moe", "gshard", "fastermoe"]  # the paper's order
+    assert [row[1] for row in tables[-1].rows] == [128, 128, 1024, 1024]  # the replay's rows
+    assert set(page.data["dispatch"]["arms"]) == {"ta_moe", "gshard", "fastermoe"}
+    assert page.data["dispatch"]["arms"]["ta_moe"][0] == [3.0, 4.0, 0.0, 1.0]
+    text = render_page("ta_moe", page)
+    assert text.index("## Verdicts") < text.index("| model |") and "wikitext2_dispatch.png" in text
+    assert len(page.figures()[0].draw().get_axes()) == 4  # a dispatch matrix per arm and the off-node curve
+    assert report.build(PaperResults("ta_moe", folder, {})) is None

@@ -1,5 +1,10 @@
 """TA-MoE (Chen et al., NeurIPS 2022, arXiv 2302.09915): topology-aware routing vs the GShard loss and
-FasterMoE's topology gate, on the shared WikiText-2 GPT-MoE protocol routed as over an emulated 2 x 2 cluster."""
+FasterMoE's topology gate, on the shared WikiText-2 GPT-MoE protocol routed as over an emulated 2 x 2 cluster.
+
+train records every step's dispatch matrix and the cluster it routed over (in the summary, so in the record);
+evaluate turns them into the off-node shares; report() returns the table, the claim checks and the dispatch
+figure as data (replications/ta_moe/report.py), reading the replay's side files (replay.json, links.json).
+"""
 
 from __future__ import annotations
 
@@ -14,17 +19,17 @@ from replications.moe.lm import GPT
 from replications.moe.lmtrain import perplexity
 from replications.ta_moe import topology
 from replications.ta_moe.train import fit, mean_dispatch, off_node_fraction
-from shared.replication import LogFn, Replication
-from shared.runinfo import REPO_ROOT
-from shared.runner import result_path
+from shared.paper_report import PaperReport, PaperResults
+from shared.paths import REPO_ROOT
+from shared.replication import LogFn, Replication, Run
 
 
 class TAMoEReplication(Replication):
     name = "ta_moe"
     paper_file = Path(__file__).with_name("paper.yaml")
 
-    def load_data(self, cfg: DictConfig) -> wikitext.Corpus:
-        return wikitext.load_for(cfg.dataset.name, self.name)
+    def load_data(self, run: Run) -> wikitext.Corpus:
+        return wikitext.load_for(run.cfg.dataset.name, self.name)
 
     def gate_options(self, cfg: DictConfig) -> tuple[dict[str, Any], dict[str, Any]]:
         """The gate's options (world size, topology row source) and the resolved cluster bandwidths."""
@@ -39,43 +44,44 @@ class TAMoEReplication(Replication):
             options["ranks_per_node"] = int(cluster["ranks_per_node"])
         return options, resolved
 
-    def build_model(self, cfg: DictConfig, data: wikitext.Corpus) -> GPT:
+    def build_model(self, run: Run, data: wikitext.Corpus) -> GPT:
+        cfg = run.cfg
         p, m = cfg.paper.protocol, cfg.model
         if m.gate not in ("topology", "fastermoe_topology"):
             raise ValueError(f"ta_moe compares the topology gates; got gate '{m.gate}' "
                              "(valid: topology, fastermoe_topology)")
-        if cfg.device != "cpu":
-            raise ValueError(f"ta_moe's protocol runs on cpu (one process emulating the ranks), got {cfg.device}")
-        options, self._cluster = self.gate_options(cfg)
+        if run.device != "cpu":
+            raise ValueError(f"ta_moe's protocol runs on cpu (one process emulating the ranks), got {run.device}")
+        options, _ = self.gate_options(cfg)
         return GPT(len(data.vocab), p.d_model, p.heads, p.layers, p.seq_len, m.ffn_hidden, m.gate,
                    m.num_experts, options, list(p.cutoffs), p.div_value, p.dropout)
 
-    def train(self, cfg: DictConfig, model: GPT, data: wikitext.Corpus, seed: int, log: LogFn) -> dict[str, Any]:
-        threads = cfg.paper.protocol.get("threads")
+    def train(self, run: Run, model: GPT, data: wikitext.Corpus, seed: int, log: LogFn) -> dict[str, Any]:
+        threads = run.cfg.paper.protocol.get("threads")
         if threads:
             torch.set_num_threads(int(threads))
-        self._summary = {**fit(cfg, model, data.train, data.valid, log), "cluster": self._cluster}
-        return self._summary
+        cluster = self.gate_options(run.cfg)[1]  # the bandwidths and topology the gates were built with
+        return {**fit(run.cfg, model, data.train, data.valid, log), "cluster": cluster}
 
-    def evaluate(self, cfg: DictConfig, model: GPT, data: wikitext.Corpus) -> dict[str, float]:
-        p = cfg.paper.protocol
-        limit = p.smoke_eval_tokens if cfg.scale.name == "smoke" else None
-        s = self._summary
+    def evaluate(self, run: Run, model: GPT, data: wikitext.Corpus, seed: int,
+                 summary: dict[str, Any]) -> dict[str, float]:
+        p = run.cfg.paper.protocol
+        limit = p.smoke_eval_tokens if run.cfg.scale.name == "smoke" else None
         rpn = int(p.cluster.ranks_per_node)
-        last = s["dispatch"][-max(1, len(s["dispatch"]) // 10):]  # the last 10% of steps: the learnt pattern
+        dispatch = summary["dispatch"]
+        last = dispatch[-max(1, len(dispatch) // 10):]  # the last 10% of steps: the learnt pattern
         return {"valid_ppl": perplexity(model, data.valid, p.seq_len, max_tokens=limit),
                 "test_ppl": perplexity(model, data.test, p.seq_len, max_tokens=limit),
-                "off_node_fraction": off_node_fraction(s["dispatch"], rpn),
+                "off_node_fraction": off_node_fraction(dispatch, rpn),
                 "off_node_fraction_last10pct": off_node_fraction(last, rpn),
-                "local_rank_fraction": _self_fraction(mean_dispatch(s["dispatch"])),
-                "dropped_fraction": s["mean_dropped_fraction"],
-                "train_tokens_per_s": s["train_tokens_per_s"]}
+                "local_rank_fraction": _self_fraction(mean_dispatch(dispatch)),
+                "dropped_fraction": summary["mean_dropped_fraction"],
+                "train_tokens_per_s": summary["train_tokens_per_s"]}
 
-    def after_replicate(self, cfg: DictConfig) -> None:
-        """Called by `python -m replications.replicate ta_moe`: the table, the claim checks and the figures."""
-        from replications.ta_moe import report  # lazy: keeps `python -m replications.ta_moe.report` warning-free
+    def report(self, results: PaperResults) -> PaperReport | None:
+        from replications.ta_moe import report  # lazy: matplotlib and scipy only for the page
 
-        report.main([str(result_path(cfg).parents[2])])
+        return report.build(results)
 
 
 def _self_fraction(matrix: list[list[float]]) -> float:

@@ -7,7 +7,9 @@ network namespaces, inter-node links shaped to the cluster's inter_mbit) with `-
 token: the model's own width, and by default GPT-Medium's 1024 (the paper's supplement) where bandwidth,
 not per-message latency, dominates. First it measures the testbed's link rates (16 MiB ping-pong within a
 node and across nodes): the bandwidths the topology matrix should be derived from (measured_mbit).
-Writes results/ta_moe/replay.json (command, commit, versions, testbed).
+Reads the records under ``--records`` (default results/ta_moe, the committed ones) and writes replay.json
+(command, commit, versions, testbed) into ``--out`` (default outputs/results/ta_moe; pass ``--out
+results/ta_moe`` to refresh the committed side files the page reads).
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from shared.atomic import write_json_atomic
-from shared.runinfo import REPO_ROOT, environment
+from shared.paths import CONF_DIR, HAND_RUNS, RESULTS
+from shared.runinfo import environment
 
 ARMS = ("ta_moe", "gshard", "fastermoe")
 
@@ -44,7 +47,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--steps", type=int, default=50, help="the last this many training steps of every seed")
     parser.add_argument("--d-model", type=int, action="append", help="values per token (repeatable); default 128 and 1024")
     parser.add_argument("--warmup", type=int, default=5)
-    parser.add_argument("--out", default=str(REPO_ROOT / "results" / "ta_moe"))
+    parser.add_argument("--records", default=str(RESULTS / "ta_moe"),
+                        help="the paper's results folder whose wikitext2/<arm>.json dispatch is replayed")
+    parser.add_argument("--out", default=str(HAND_RUNS / "ta_moe"), help="where replay.json / links.json go")
     parser.add_argument("--measure-only", action="store_true",
                         help="only measure the link rates into <out>/links.json (the topology matrix's bandwidths)")
     args = parser.parse_args(argv)
@@ -55,7 +60,7 @@ def main(argv: list[str]) -> int:
         print(f"replay not run: {reason}", file=sys.stderr)
         return 2
     out = Path(args.out)
-    cluster_cfg = OmegaConf.load(REPO_ROOT / "conf" / "paper" / "ta_moe.yaml").protocol.cluster
+    cluster_cfg = OmegaConf.load(CONF_DIR / "paper" / "ta_moe.yaml").protocol.cluster
     testbed = {"nodes": int(cluster_cfg.nodes), "ranks_per_node": int(cluster_cfg.ranks_per_node),
                "inter_rate_mbit": float(cluster_cfg.inter_mbit), "intra": "loopback, unshaped"}
     if args.measure_only:
@@ -69,9 +74,9 @@ def main(argv: list[str]) -> int:
         print(f"measured link rates: intra {measured['intra']:.0f} Mbit/s, inter {measured['inter']:.0f} Mbit/s; "
               f"wrote {out / 'links.json'}")
         return 0
-    arms = plan_for(out, args.steps)
+    arms = plan_for(Path(args.records), args.steps)
     if not arms:
-        print(f"no recorded dispatch under {out}/wikitext2: run `python -m replications.replicate ta_moe` first",
+        print(f"no recorded dispatch under {args.records}/wikitext2: run `python -m replications.replicate ta_moe` first",
               file=sys.stderr)
         return 2
     env = environment()
