@@ -216,6 +216,7 @@ def test_full_dota_recipe_runs_on_a_devkit_shaped_folder(monkeypatch, tmp_path):
     from omegaconf import OmegaConf
 
     from replications.ppyoloe_r import REPLICATION
+    from tests.runs import run_of
 
     monkeypatch.setenv("REPLICATIONS_MIRROR", str(MIRROR))
     images, labels_dir = dota_data.example_images(), MIRROR / "DOTA-examples" / "labelTxt"
@@ -234,13 +235,14 @@ def test_full_dota_recipe_runs_on_a_devkit_shaped_folder(monkeypatch, tmp_path):
                                       "batch_size": 2, "lr": 1e-3, "weight_decay": 0.0, "warmup": 1},
                             "paper": {"protocol": {"threads": 1, "curve_seed": 1, "curve_model": "ppyoloe_r",
                                                    "curve_every": 1}}})
-    data = REPLICATION.load_data(cfg)
+    run = run_of(cfg)
+    data = REPLICATION.load_data(run)
     assert len(data["train"]) > 10 and set(data["label_sha256"]) == {"train", "val"}
     image, boxes, lab = data["train"].item(0)
     assert image.shape == (3, 256, 256) and boxes.shape[1] == 5 and len(lab) == len(boxes)
     torch.manual_seed(0)
-    model = REPLICATION.build_model(cfg, data)
-    summary = REPLICATION.train(cfg, model, data, seed=1, log=lambda *a: None)
+    model = REPLICATION.build_model(run, data)
+    summary = REPLICATION.train(run, model, data, seed=1, log=lambda *a: None)
     assert summary["label_sha256"] == data["label_sha256"]
-    metrics = REPLICATION.evaluate(cfg, model, data)
+    metrics = REPLICATION.evaluate(run, model, data, 1, summary)
     assert 0.0 <= metrics["val_map"] <= 100.0

@@ -3,14 +3,17 @@ within 1 % of the README, angle decoding on hand-computed cases."""
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
 import torch
 
+from replications.ppyoloe_r import architecture
+from replications.ppyoloe_r.architecture import count
 from replications.ppyoloe_r.loss import angle_dfl
 from replications.ppyoloe_r.model import PPYOLOER, RepVGGBlock, reparameterize, trainable_parameters
-from replications.ppyoloe_r.report import count
+from shared.paths import RESULTS
 
 README = {"s": (8.09, 43.46), "m": (23.96, 127.00), "l": (53.29, 281.65), "x": (100.27, 529.82)}
 
@@ -29,6 +32,24 @@ def test_deploy_parameters_equal_readme(size):
 def test_flops_within_one_percent_of_readme(size):
     flops = count(size)["flops_g"]  # meta-device forward at 1024 x 1024: no arithmetic is done
     assert abs(flops / README[size][1] - 1) < 0.01
+
+
+def test_committed_architecture_file_is_what_the_tool_counts():
+    """results/ppyoloe_r/architecture.json (read by the page) holds today's counts of model.py, every size."""
+    committed = json.loads((RESULTS / "ppyoloe_r" / architecture.FILE_NAME).read_text())
+    assert committed["rows"] == architecture.rows()
+    assert [r["model"] for r in committed["rows"]] == [f"ppyoloe_r_{s}" for s in README]
+    assert all(r["params_equal"] and abs(r["flops_rel_diff"]) < 0.01 for r in committed["rows"])
+
+
+def test_architecture_tool_writes_the_sizes_asked_to_the_folder_given(tmp_path, capsys):
+    assert architecture.main([str(tmp_path), "--sizes", "s"]) == 0
+    written = json.loads((tmp_path / architecture.FILE_NAME).read_text())
+    assert [r["model"] for r in written["rows"]] == ["ppyoloe_r_s"] and written["rows"][0]["readme_params_m"] == 8.09
+    assert written["image"] == 1024 and "git_commit" in written["environment"]
+    with pytest.raises(SystemExit):
+        architecture.main([str(tmp_path), "--sizes", "xl"])
+    assert "--sizes must name some of s, m, l, x" in capsys.readouterr().err
 
 
 def _randomise_bn(model: torch.nn.Module, gen: torch.Generator) -> None:

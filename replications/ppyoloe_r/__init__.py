@@ -8,13 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from omegaconf import DictConfig
 
 from replications.ppyoloe_r import dota_data, synthetic
 from replications.ppyoloe_r.model import PPYOLOER
-from replications.ppyoloe_r.train import fit, map_on
+from replications.ppyoloe_r.train import fit, map_on, weights_path
 from shared.atomic import atomic_path
-from shared.replication import LogFn, Replication
+from shared.paper_report import PaperReport, PaperResults
+from shared.replication import LogFn, Replication, Run
 
 MODELS = ("ppyoloe_r", "ppyoloe_r_smoothl1", "ppyoloe_r_direct_angle")
 
@@ -23,8 +23,8 @@ class PPYOLOERReplication(Replication):
     name = "ppyoloe_r"
     paper_file = Path(__file__).with_name("paper.yaml")
 
-    def load_data(self, cfg: DictConfig) -> dict[str, Any]:
-        d = cfg.dataset
+    def load_data(self, run: Run) -> dict[str, Any]:
+        d = run.cfg.dataset
         if d.name == "synthetic_rotated":
             gen = dict(size=d.image_size, objects=tuple(d.objects), scale=tuple(d.scale))
             return {"train": synthetic.generate(d.n_train, seed=d.seeds.train, **gen),
@@ -38,22 +38,21 @@ class PPYOLOERReplication(Replication):
                     "val_labels": va_lab, "label_sha256": {"train": tr_sha, "val": va_sha}}
         raise ValueError(f"ppyoloe_r has no dataset '{d.name}'; valid: synthetic_rotated, dota_v1")
 
-    def build_model(self, cfg: DictConfig, data: dict[str, Any]) -> torch.nn.Module:
-        m = cfg.model
-        return PPYOLOER(m.size, num_classes=len(data["train"].classes), angle=m.angle).to(cfg.device)
+    def build_model(self, run: Run, data: dict[str, Any]) -> torch.nn.Module:
+        m = run.cfg.model
+        return PPYOLOER(m.size, num_classes=len(data["train"].classes), angle=m.angle).to(run.device)
 
-    def train(self, cfg: DictConfig, model: torch.nn.Module, data: dict[str, Any], seed: int, log: LogFn) -> dict:
+    def train(self, run: Run, model: torch.nn.Module, data: dict[str, Any], seed: int, log: LogFn) -> dict:
+        cfg = run.cfg
         m, protocol = cfg.model, cfg.paper.protocol
         torch.set_num_threads(int(protocol.threads))
-        curve = seed == protocol.curve_seed and m.name == protocol.curve_model and "val" in data
+        curve = seed == protocol.curve_seed and run.model == protocol.curve_model and "val" in data
         summary = fit(model, data["train"], m.steps, m.batch_size, m.lr, m.weight_decay, m.warmup, m.box, seed,
                       eval_every=protocol.curve_every if curve else 0,
-                      evaluate_fn=(lambda mm: map_on(mm, data["val"], pre_nms=self._pre_nms(cfg))["map"]) if curve else None,
+                      evaluate_fn=(lambda mm: map_on(mm, data["val"], pre_nms=self._pre_nms(run))["map"]) if curve else None,
                       log=log)
-        if curve:  # kept for the DOTA example figure (outputs/, never committed)
-            from replications.ppyoloe_r.report import weights_path
-
-            path = weights_path(cfg.dataset.name, cfg.scale.name, seed)
+        if curve:  # kept for the DOTA example figure of the page (outputs/, never committed)
+            path = weights_path(run.dataset, cfg.scale.name, seed)
             path.parent.mkdir(parents=True, exist_ok=True)
             with atomic_path(path) as tmp:
                 torch.save({"state_dict": model.state_dict(), "size": m.size, "angle": m.angle,
@@ -63,25 +62,25 @@ class PPYOLOERReplication(Replication):
         return summary
 
     @staticmethod
-    def _pre_nms(cfg: DictConfig) -> int:
-        return int(cfg.dataset.get("pre_nms", 2000))
+    def _pre_nms(run: Run) -> int:
+        return int(run.cfg.dataset.get("pre_nms", 2000))
 
-    def evaluate(self, cfg: DictConfig, model: torch.nn.Module, data: dict[str, Any]) -> dict[str, float]:
+    def evaluate(self, run: Run, model: torch.nn.Module, data: dict[str, Any], seed: int,
+                 summary: dict[str, Any]) -> dict[str, float]:
         if "test" in data:
-            metrics = map_on(model, data["test"], pre_nms=self._pre_nms(cfg))
+            metrics = map_on(model, data["test"], pre_nms=self._pre_nms(run))
             return {"test_map": metrics["map"], **{f"test_ap_{k[3:]}": v for k, v in metrics.items() if k.startswith("ap/")}}
         from replications.ppyoloe_r.dota_protocol import evaluate_large
 
-        metrics = evaluate_large(model, data["val_images"], data["val_labels"], size=cfg.dataset.patch_size,
-                                 gap=cfg.dataset.gap)
+        metrics = evaluate_large(model, data["val_images"], data["val_labels"], size=run.cfg.dataset.patch_size,
+                                 gap=run.cfg.dataset.gap)
         return {"val_map": metrics["map"]}
 
-    def after_replicate(self, cfg: DictConfig) -> None:
-        """`python -m replications.replicate ppyoloe_r`: architecture table, ablation table, figures."""
+    def report(self, results: PaperResults) -> PaperReport | None:
+        """The ablation with its claims, the figures and the architecture table (replications/ppyoloe_r/report.py)."""
         from replications.ppyoloe_r import report
-        from shared.runner import result_path
 
-        report.write(result_path(cfg).parents[2], cfg)
+        return report.build(results)
 
 
 REPLICATION = PPYOLOERReplication()

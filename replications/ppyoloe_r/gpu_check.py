@@ -15,9 +15,9 @@ import time
 
 import torch
 
+from replications.ppyoloe_r.architecture import count
 from replications.ppyoloe_r.loss import detection_loss
 from replications.ppyoloe_r.model import PPYOLOER, reparameterize
-from replications.ppyoloe_r.report import count
 
 PATCHES, EPOCHS = 19000, 36  # DOTA-v1.0 trainval at 1024 / gap 200, approximately; the official 3x schedule
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -23,6 +24,14 @@ from replications.ppyoloe_r.dota_eval import Objects, evaluate
 from replications.ppyoloe_r.loss import detection_loss
 from replications.ppyoloe_r.model import PPYOLOER
 from replications.ppyoloe_r.synthetic import RotatedSet
+
+WEIGHTS_DIR = Path("outputs") / "ppyoloe_r" / "weights"  # trained weights stay out of git
+
+
+def weights_path(dataset: str, scale: str, seed: int) -> Path:
+    """Where train() keeps the learning-curve run's weights (for the DOTA example figure of the page)."""
+    return WEIGHTS_DIR / f"{dataset}_{scale}_seed{seed}.pt"
+
 
 MEAN = torch.tensor([0.485, 0.456, 0.406]).view(1, 3, 1, 1) * 255
 STD = torch.tensor([0.229, 0.224, 0.225]).view(1, 3, 1, 1) * 255
