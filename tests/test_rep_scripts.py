@@ -1,35 +1,94 @@
-"""The REP results table renders before/after/delta; merging per-seed files (selection on validation: tests/test_sweep.py)."""
+"""REP's page from hand-made records (before/after/delta, cost section, claims); merging per-seed files (selection
+on validation: tests/test_sweep.py); the paper file judges every referenced metric (a tolerance for each)."""
 
 from __future__ import annotations
 
 import json
+import shutil
 
-from replications.rep import table
-from shared.runner import PROJECT_ROOT
+import pytest
+
+from replications.rep import REPLICATION, report
+from shared.paper_report import PaperResults, Table, load_paper_results
+from shared.paths import REPO_ROOT, RESULTS
+from shared.reference import load_paper, recompare
+from shared.verdict import STATUSES
+
+PROJECT_ROOT = REPO_ROOT
 
 
-def record(alpha: float, val: float, test: float) -> dict:
+def record(alpha: float, val: float, test: float, dataset: str = "wn18rr", model: str = "transe") -> dict:
     names = [f"{s}_{m}_{st}" for s in ("val", "test") for m in ("mrr", "mr", "hits1", "hits3", "hits10")
              for st in ("base", "rep")] + [f"test_{m}_delta" for m in ("mrr", "hits1", "hits3", "hits10")]
     agg = {n: {"mean": 0.1, "std": 0.0} for n in names}
     agg["val_mrr_rep"] = {"mean": val, "std": 0.0}
     agg["test_mrr_rep"] = {"mean": test, "std": 0.0}
     run = {"train": {"rep": {"alpha": alpha, "khop": 2, "neighbor_norm": False}, "train_seconds": 10.0,
-                     "rep_seconds": 0.5}}
-    return {"complete": True, "scale": "full", "dataset": "wn18rr", "model": "transe", "aggregate": agg,
-            "runs": [run, run]}
+                     "rep_seconds": 0.5}, "metrics": {"test_mrr_base": 0.2, "test_mrr_rep": test}}
+    return {"complete": True, "scale": "full", "dataset": dataset, "model": model, "aggregate": agg,
+            "runs": [run, run], "environment": {"hardware": {"cpu": "Test CPU"}}}
 
 
-def test_table_renders_one_row_per_file(tmp_path) -> None:
-    path = tmp_path / "rep" / "wn18rr" / "transe.json"
-    path.parent.mkdir(parents=True)
-    path.write_text(json.dumps(record(0.7, 0.3, 0.3)))
-    assert table.main([str(tmp_path)]) == 0
-    text = (tmp_path / "rep" / "README.md").read_text()
-    assert "| wn18rr | transe | 0.7 / 2 |" in text and "5.0%" in text  # REP/train = 0.5 / 10
+def test_page_from_records(tmp_path) -> None:
+    records = {("wn18rr", "transe"): record(0.7, 0.3, 0.3), ("fb15k_237", "distmult"): record(0.99, 0.2, 0.2,
+                                                                                                 "fb15k_237", "distmult")}
+    page = report.build(PaperResults("rep", tmp_path / "rep", records))
+    table = next(b for b in page.blocks if isinstance(b, Table))
+    assert [r[:3] for r in table.rows] == [["fb15k_237", "distmult", "0.99 / 2"], ["wn18rr", "transe", "0.7 / 2"]]
+    assert table.rows[1][-2:] == ["5.0%", "2"]  # REP/train = 0.5 / 10, two seeds
+    assert page.blocks[0].startswith("# REP") and "CPU: Test CPU" in page.blocks[1]
+    # no ogbl-wikikg2 run: its claim is not run; REP-OTE vs GC-OTE cannot be tested (no OTE here)
+    assert [c.status for c in page.claims] == ["not run", "not testable here"]
+    assert all(c.status in STATUSES and c.kind == "paper" and c.verified for c in page.claims)
+    assert page.data["before_after"]["rows"] == table.rows
+    assert not page.figures()  # no budget curves beside these records: no cost section
+    assert report.build(PaperResults("rep", tmp_path / "rep", {})) is None
 
 
-def test_merge_joins_single_seed_files(tmp_path) -> None:
+def test_wikikg2_claim_judged_by_the_sign_of_every_run(tmp_path) -> None:
+    gain = record(0.9, 0.3, 0.22, "ogbl_wikikg2", "transe")  # 0.2 -> 0.22: +10%
+    claims = report.build(PaperResults("rep", tmp_path, {("ogbl_wikikg2", "transe"): gain})).claims
+    assert claims[0].status == "supported" and claims[0].effect == pytest.approx(10.0)
+    assert claims[0].interval == pytest.approx((10.0, 10.0))
+    loss = record(0.9, 0.3, 0.18, "ogbl_wikikg2", "rotate")
+    claims = report.build(PaperResults("rep", tmp_path, {("ogbl_wikikg2", "transe"): gain,
+                                                         ("ogbl_wikikg2", "rotate"): loss})).claims
+    assert claims[0].status == "inconclusive"
+
+
+def test_cost_section_from_side_files(tmp_path) -> None:
+    folder = tmp_path / "rep"
+    (folder / "budget").mkdir(parents=True)
+    for name in ("bench_steps.json", "bench_eval.json", "budget/wn18rr_complex.json"):
+        shutil.copy(RESULTS / "rep" / name, folder / name)
+    (folder / "budget" / "x.partial.json").write_text("{not json")  # never read
+    page = report.build(PaperResults("rep", folder, {("wn18rr", "transe"): record(0.7, 0.3, 0.3)}))
+    tables = [b for b in page.blocks if isinstance(b, Table)]
+    assert len(tables) == 4 and tables[1].rows[0][:3] == ["wn18rr", "complex", 200]
+    assert tables[1].rows[0][-1].startswith("extrapolated")
+    assert [f.name for f in page.figures()] == ["budget/budget.png"]
+    assert {r["model"] for r in page.data["bench_eval"]} == {"transe", "distmult", "complex"}
+    assert page.data["budget"][0]["last_point"]["test_mrr"] == pytest.approx(0.3665, abs=1e-4)
+
+
+def test_committed_records_build_a_page_and_every_reference_has_a_tolerance(tmp_path) -> None:
+    paper = load_paper(REPLICATION.paper_file)
+    results = load_paper_results(RESULTS, "rep")
+    assert len(results.records) == 8
+    for rec in results.records.values():
+        rows = {r["metric"]: r for r in recompare(rec, paper)}  # raises ToleranceError on a missing tolerance
+        assert rows["test_mrr_base"]["status"] == "not reproduced" and rows["test_mr_base"]["tolerance"] == 10
+    page = report.build(results)
+    assert len(next(b for b in page.blocks if isinstance(b, Table)).rows) == 8
+    from shared.report import write_paper_pages
+
+    shutil.copytree(RESULTS / "rep", tmp_path / "rep")
+    assert write_paper_pages(tmp_path, {"rep": REPLICATION.report}, plots=False) == ["rep"]
+    written = json.loads((tmp_path / "rep" / "claims.json").read_text())
+    assert [c["status"] for c in written["claims"]] == ["not run", "not testable here"]
+
+
+def test_merge_joins_single_seed_files_and_skips_partial_ones(tmp_path) -> None:
     from replications.rep import merge
 
     def single(seed: int, mrr: float) -> dict:
@@ -43,12 +102,20 @@ def test_merge_joins_single_seed_files(tmp_path) -> None:
         path = tmp_path / f"s{seed}" / "rep" / "wn18rr" / "transe.json"
         path.parent.mkdir(parents=True)
         path.write_text(json.dumps(single(seed, mrr)))
+    # a partial file (even one claiming completeness) is never read: seed 3 stays missing
+    (tmp_path / "s2" / "rep" / "wn18rr" / "transe.partial.json").write_text(json.dumps(single(3, 0.9)))
     assert merge.main([str(tmp_path / "out"), str(tmp_path / "s1"), str(tmp_path / "s2")]) == 0
     out = json.loads((tmp_path / "out" / "rep" / "wn18rr" / "transe.json").read_text())
     assert [r["seed"] for r in out["runs"]] == [1, 2] and out["missing_seeds"] == [3] and not out["complete"]
     assert abs(out["aggregate"]["test_mrr_base"]["mean"] - 0.3) < 1e-12 and out["aggregate"]["test_mrr_base"]["n"] == 2
     row = next(c for c in out["comparison"] if c["metric"] == "test_mrr_base")
     assert row["reported"] == 0.2234  # the higher test_mrr_base reference (SE-GNN ranks over Graph4KG 0.189)
+
+
+def test_no_results_root_is_computed_in_the_package() -> None:
+    for path in (PROJECT_ROOT / "replications" / "rep").glob("*.py"):
+        text = path.read_text()
+        assert "parents[" not in text and "PROJECT_ROOT" not in text and "result_path" not in text, path.name
 
 
 def test_gpu_and_full_recipe_scripts_parse() -> None:

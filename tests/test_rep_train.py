@@ -13,7 +13,8 @@ from replications.rep.evaluate import filtered_metrics
 from replications.rep.models import KGE
 from replications.rep.train import fit, subsampling_weights
 from shared.data import DataError
-from shared.runner import PROJECT_ROOT
+from shared.runner import PROJECT_ROOT, is_legacy, stored
+from tests.runs import run_of
 
 HP = OmegaConf.create({"lr": 0.02, "lr_decay_at": 0.0, "batch_size": 64, "negatives": 32,
                        "adversarial_temperature": 1.0, "regularization": 0.0})
@@ -92,11 +93,18 @@ def test_harness_end_to_end_on_tiny_kg(monkeypatch) -> None:
     monkeypatch.setattr("replications.rep.load", lambda name: kg)
     cfg = compose_cfg("dataset=fb15k_237", "model=rep_distmult", "scale=smoke", "model.cache=false",
                       "model.dim=8")
-    data = REPLICATION.load_data(cfg)
+    run = run_of(cfg)
+    data = REPLICATION.load_data(run)
     torch.manual_seed(1)
-    model = REPLICATION.build_model(cfg, data)
-    summary = REPLICATION.train(cfg, model, data, 1, lambda m, s: None)
+    model = REPLICATION.build_model(run, data)
+    summary = REPLICATION.train(run, model, data, 1, lambda m, s: None)
     assert summary["steps"] == cfg.scale.max_epochs and summary["rep"]["khop"] == 19
-    metrics = REPLICATION.evaluate(cfg, model, data)
+    assert summary["_rep_entity"].shape == model.entity.shape and not hasattr(model, "rep_entity")
+    assert not any(k.startswith("_") for k in stored(summary)) and "rep_seconds" in stored(summary)
+    metrics = REPLICATION.evaluate(run, model, data, 1, summary)
     assert {"val_mrr_base", "test_mrr_rep", "test_hits10_delta"} <= metrics.keys()
     assert abs(metrics["test_mrr_delta"] - (metrics["test_mrr_rep"] - metrics["test_mrr_base"])) < 1e-12
+    # evaluate ranks with the embeddings train handed it: an identity "propagation" gives rep == base
+    same = REPLICATION.evaluate(run, model, data, 1, {**summary, "_rep_entity": model.entity.detach()})
+    assert same["test_mrr_rep"] == same["test_mrr_base"] and same["test_mrr_delta"] == 0
+    assert not is_legacy(REPLICATION) and vars(REPLICATION) == {}  # no per-run state on the module-level object

@@ -3,7 +3,9 @@
 One run = one (dataset, base model) over seeds: train the base model, evaluate it (filtered, head and
 tail prediction), apply REP with the official per-dataset alpha / khop, evaluate again. Metrics are
 fractions as the paper prints them: ``{val,test}_{mrr,mr,hits1,hits3,hits10}_{base,rep}`` and the
-change ``test_*_delta`` = rep - base. Training and REP wall times are in each run's train summary.
+change ``test_*_delta`` = rep - base. Training and REP wall times are in each run's train summary; the
+propagated embeddings reach evaluate as the summary's private ``_rep_entity`` (never stored). report() returns
+the before/after page as data (replications/rep/report.py).
 """
 
 from __future__ import annotations
@@ -20,8 +22,8 @@ from replications.rep.evaluate import filtered_metrics
 from replications.rep.models import KGE
 from replications.rep.propagate import rep
 from replications.rep.train import steps_per_epoch, train_or_load
-from shared.replication import LogFn, Replication
-from shared.runner import result_path
+from shared.paper_report import PaperReport, PaperResults
+from shared.replication import LogFn, Replication, Run
 
 RESERVED = {"name", "kind", "cache", "per_dataset"}
 REP_KEYS = ("alpha", "khop", "neighbor_norm", "degree_w")
@@ -62,16 +64,17 @@ class REPReplication(Replication):
     name = "rep"
     paper_file = Path(__file__).with_name("paper.yaml")
 
-    def load_data(self, cfg: DictConfig) -> KG:
-        return load(cfg.dataset.name)
+    def load_data(self, run: Run) -> KG:
+        return load(run.dataset)
 
-    def build_model(self, cfg: DictConfig, data: KG) -> KGE:
-        hp = hparams(cfg)
-        return KGE(cfg.model.kind, data.num_entities, data.num_relations, hp["dim"], hp.get("gamma", 0.0),
+    def build_model(self, run: Run, data: KG) -> KGE:
+        hp = hparams(run.cfg)
+        return KGE(run.cfg.model.kind, data.num_entities, data.num_relations, hp["dim"], hp.get("gamma", 0.0),
                    reciprocal=bool(hp.get("reciprocal", False)), init_scale=hp.get("init_scale"),
-                   distance=hp.get("distance") or "l2").to(cfg.device)
+                   distance=hp.get("distance") or "l2").to(run.device)
 
-    def train(self, cfg: DictConfig, model: KGE, data: KG, seed: int, log: LogFn) -> dict[str, Any]:
+    def train(self, run: Run, model: KGE, data: KG, seed: int, log: LogFn) -> dict[str, Any]:
+        cfg = run.cfg
         hp = hparams(cfg)
         steps = base_steps(hp, len(data.train))
         if cfg.scale.max_epochs is not None:  # scale=smoke: caps optimiser steps (either recipe)
@@ -80,20 +83,21 @@ class REPReplication(Replication):
         summary = train_or_load(model, cfg.dataset.name, data.train, OmegaConf.create(hp), base_hp, steps, seed,
                                 log, bool(cfg.model.cache))
         started = time.perf_counter()
-        model.rep_entity = rep(model, data.train.to(model.entity.device), hp["alpha"], int(hp["khop"]),
-                               bool(hp["neighbor_norm"]), hp["degree_w"])
+        summary["_rep_entity"] = rep(model, data.train.to(model.entity.device), hp["alpha"], int(hp["khop"]),
+                                     bool(hp["neighbor_norm"]), hp["degree_w"])
         summary["rep_seconds"] = round(time.perf_counter() - started, 3)
         summary["rep"] = {k: hp[k] for k in REP_KEYS}
         summary["rep_over_train"] = round(summary["rep_seconds"] / summary["train_seconds"], 4)
         return summary
 
-    def evaluate(self, cfg: DictConfig, model: KGE, data: KG) -> dict[str, float]:
+    def evaluate(self, run: Run, model: KGE, data: KG, seed: int, summary: dict[str, Any]) -> dict[str, float]:
+        cfg = run.cfg
         known = data.all_true()
         # scale=smoke ranks the first queries only (a pipeline check; every filter still uses all true triples)
         limit = cfg.paper.protocol.get("smoke_eval_queries") if cfg.scale.name == "smoke" else None
         out: dict[str, float] = {}
         with torch.no_grad():
-            for stage, entity in (("base", model.entity.detach()), ("rep", model.rep_entity)):
+            for stage, entity in (("base", model.entity.detach()), ("rep", summary["_rep_entity"])):
                 for split, queries in (("val", data.valid), ("test", data.test)):
                     if data.evaluator is not None:
                         from replications.rep.ogb import ogb_metrics
@@ -106,11 +110,11 @@ class REPReplication(Replication):
                 out[f"test_{k}_delta"] = out[f"test_{k}_rep"] - out[f"test_{k}_base"]
         return out
 
-    def after_replicate(self, cfg: DictConfig) -> None:
-        """Called by `python -m replications.replicate rep`: results/rep/README.md (before/after REP, wall times)."""
-        from replications.rep import table
+    def report(self, results: PaperResults) -> PaperReport | None:
+        """results/rep/README.md as data: before/after REP with wall times, the base recipes' measured cost, the claims."""
+        from replications.rep import report
 
-        table.main([str(result_path(cfg).parents[2])])
+        return report.build(results)
 
 
 REPLICATION = REPReplication()

@@ -5,8 +5,9 @@ Ranks the whole FB15k-237 test set (20,466 triples, head and tail queries: 40,93
 embeddings random (the cost does not depend on their values). The L1-distance recipes (TransE, RotatE: no matrix
 product) are timed on the first ``--sample`` and 2 x ``--sample`` test triples and a straight line through the two
 is read at the whole set (labelled ``extrapolated``):
-their full ranking is ~10-100x a dot-product model's on this CPU. Writes results/rep/bench_eval.json with the
-command, commit, hardware and versions; run it under /work/bin/heavy-exclusive on a shared machine.
+their full ranking is ~10-100x a dot-product model's on this CPU. Writes ``--out`` (default
+outputs/results/rep/bench_eval.json; REP's page reads results/rep/bench_eval.json) with the command, commit,
+hardware and versions; run it under /work/bin/heavy-exclusive on a shared machine.
 """
 
 from __future__ import annotations
@@ -19,13 +20,13 @@ from pathlib import Path
 import torch
 
 from replications.rep import REPLICATION, hparams, score_fn
-from replications.rep.budget import compose
+from replications.rep.budget import compose, run_of
 from replications.rep.evaluate import filtered_metrics
 from shared.atomic import write_json_atomic
+from shared.paths import HAND_RUNS
 from shared.runinfo import environment
-from shared.runner import PROJECT_ROOT
 
-OUT = PROJECT_ROOT / "results" / "rep" / "bench_eval.json"
+OUT = HAND_RUNS / "rep" / "bench_eval.json"  # the committed one: --out results/rep/bench_eval.json
 TARGET_SECONDS = 30.0
 
 
@@ -40,13 +41,13 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
     cfg = compose("fb15k_237", "complex", [])
-    data = REPLICATION.load_data(cfg)
+    data = REPLICATION.load_data(run_of(cfg))
     known = data.all_true()
     rows = []
     for name in args.models.split(","):
         cfg = compose("fb15k_237", name, [] if args.dim is None else [f"model.dim={args.dim}"])
         torch.manual_seed(0)
-        model = REPLICATION.build_model(cfg, data)
+        model = REPLICATION.build_model(run_of(cfg), data)
         sampled = getattr(model, "distance", "l2") == "l1" and model.kind in ("transe", "rotate")
         sizes = (args.sample, 2 * args.sample) if sampled else (len(data.test),)
         best = {}

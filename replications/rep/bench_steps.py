@@ -4,7 +4,8 @@ For each (dataset, model) of conf/paper/rep.yaml ``replicate``, builds the commi
 times N optimiser steps after 2 warm-up steps (CPU time of this process, one thread) and multiplies by the
 recipe's step count: the CPU hours a full training of that recipe costs on this CPU (one core), before any
 evaluation. It says nothing about the MRR reached (results/rep/budget/ does, for the recipe it measures).
-Writes results/rep/bench_steps.json with the command, commit, hardware and versions.
+Writes ``--out`` (default outputs/results/rep/bench_steps.json; REP's page reads results/rep/bench_steps.json)
+with the command, commit, hardware and versions.
 """
 
 from __future__ import annotations
@@ -18,13 +19,13 @@ import torch
 from omegaconf import OmegaConf
 
 from replications.rep import REPLICATION, base_steps, hparams
-from replications.rep.budget import compose
+from replications.rep.budget import compose, run_of
 from replications.rep.train import fit_recipe
 from shared.atomic import write_json_atomic
+from shared.paths import HAND_RUNS
 from shared.runinfo import environment
-from shared.runner import PROJECT_ROOT
 
-OUT = PROJECT_ROOT / "results" / "rep" / "bench_steps.json"
+OUT = HAND_RUNS / "rep" / "bench_steps.json"  # the committed one: --out results/rep/bench_steps.json
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -41,10 +42,10 @@ def main(argv: list[str] | None = None) -> int:
         data = None
         for name in args.models.split(","):
             cfg = compose(dataset, name, args.override)
-            data = data or REPLICATION.load_data(cfg)
+            data = data or REPLICATION.load_data(run_of(cfg))
             hp = hparams(cfg)
             torch.manual_seed(0)
-            model = REPLICATION.build_model(cfg, data)
+            model = REPLICATION.build_model(run_of(cfg), data)
             fit_recipe(model, data.train, OmegaConf.create(hp), 2, 0, lambda m, s: None)  # warm-up
             started = time.process_time()
             fit_recipe(model, data.train, OmegaConf.create(hp), args.steps, 1, lambda m, s: None)

@@ -2,13 +2,14 @@
 
 Trains one seed of ``conf/model/rep_<MODEL>.yaml`` (the 1-vs-all recipe) on DATASET for at most M minutes of
 training (wall) time and, every ``--every`` epochs, ranks the full validation and test sets (filtered; outside the
-timed training). Writes results/rep/budget/<dataset>_<model>.json after every checkpoint (``complete: false``
-until the end), with the command, commit, hardware and versions. The cost axis is the process's CPU time spent
+timed training). Writes ``--out`` (default outputs/results/rep/budget/<dataset>_<model>.json; the committed curves
+are results/rep/budget/, given as ``--out``) after every checkpoint (``complete: false`` until the end), with the
+command, commit, hardware and versions. The cost axis is the process's CPU time spent
 training (one thread, evaluation excluded): on a shared machine wall time measures the neighbours' load, CPU time
 measures this recipe on this CPU (= wall time on an idle core). Then the CPU time to the test-MRR target
 (paper.yaml's, the same the results page uses): measured where the curve reaches it, else extrapolated by a
-straight line in log(training time) through the last points, labelled as such. ``--plot`` redraws the figure
-from the JSON files only.
+straight line in log(training time) through the last points, labelled as such. The figure and table of the
+curves are part of REP's page (replications/rep/report.py, ``make report``).
 """
 
 from __future__ import annotations
@@ -24,12 +25,13 @@ import torch
 from replications.rep import REPLICATION, hparams
 from replications.rep.evaluate import filtered_metrics
 from replications.rep.train import fit_one_vs_all, steps_per_epoch
-from shared.atomic import save_figure_atomic, write_json_atomic
+from shared.atomic import write_json_atomic
+from shared.paths import CONF_DIR, HAND_RUNS
 from shared.reference import load_paper, reported_for
+from shared.replication import Run
 from shared.runinfo import environment, peak_memory_mb
-from shared.runner import PROJECT_ROOT
 
-OUT = PROJECT_ROOT / "results" / "rep" / "budget"
+OUT = HAND_RUNS / "rep" / "budget"  # a run by hand; the committed curves are written with --out results/rep/budget/...
 YEAR = 365 * 24 * 3600.0
 
 
@@ -37,9 +39,16 @@ def compose(dataset: str, model: str, overrides: list[str]):
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
 
-    with initialize_config_dir(config_dir=str(PROJECT_ROOT / "conf"), version_base="1.3"):
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         return hydra_compose("config", overrides=["paper=rep", "tracker=none", f"dataset={dataset}",
                                                   f"model=rep_{model}", "device=cpu", *overrides])
+
+
+def run_of(cfg) -> Run:
+    """The Run of a composed config, for calling REPLICATION's methods outside the runner (nothing is written)."""
+    from shared.runner import make_run
+
+    return make_run(cfg)
 
 
 def extrapolate(points: list[dict[str, Any]], target: float, last: int = 4, key: str = "train_cpu_seconds"
@@ -72,8 +81,8 @@ def measure(dataset: str, model: str, minutes: float, every: float, seed: int, o
     torch.manual_seed(seed)
     cfg = compose(dataset, model, overrides)
     hp = hparams(cfg)
-    data = REPLICATION.load_data(cfg)
-    kge = REPLICATION.build_model(cfg, data)
+    data = REPLICATION.load_data(run_of(cfg))
+    kge = REPLICATION.build_model(run_of(cfg), data)
     spe = steps_per_epoch(len(data.train), int(hp["batch_size"]))
     known = data.all_true()
     paper = load_paper(REPLICATION.paper_file)
@@ -126,108 +135,20 @@ def hparams_obj(hp: dict[str, Any]):
     return OmegaConf.create(hp)
 
 
-def plot(folder: Path) -> Path:
-    import json
-
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    records = [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))]
-    fig, axes = plt.subplots(1, max(1, len(records)), figsize=(5.2 * max(1, len(records)), 3.8), squeeze=False)
-    for ax, r in zip(axes[0], records):
-        hours = [p["train_cpu_seconds"] / 3600 for p in r["points"]]
-        ax.plot(hours, [p["val_mrr"] for p in r["points"]], "o-", label="validation MRR")
-        ax.plot(hours, [p["test_mrr"] for p in r["points"]], "s--", label="test MRR")
-        target = r["target"]["test_mrr"]
-        if target is not None:
-            ax.axhline(target, color="k", lw=1, label=f"target {target} ({r['target']['kind']})")
-        ax.set(title=f"{r['dataset']} {r['model']} (dim {r['recipe']['dim']}, seed {r['seed']})",
-               xlabel="training CPU time (hours, 1 thread; evaluation excluded)", ylabel="filtered MRR")
-        ax.legend(fontsize=8, loc="lower right")
-        ax.grid(alpha=0.3)
-    fig.tight_layout()
-    out = folder / "budget.png"
-    save_figure_atomic(fig, out, dpi=120)
-    return out
-
-
-def _hours(seconds: float | None) -> str:
-    return "—" if seconds is None else f"{seconds / 3600:.2f}"
-
-
-def readme(folder: Path) -> Path:
-    """results/rep/budget/README.md from the curve files (and ../bench_steps.json, ../bench_eval.json if present)."""
-    import json
-
-    lines = ["# REP base models: measured cost on this CPU", "",
-             "Generated by `python -m replications.rep.budget --plot` from the JSON files beside it; do not edit by hand.",
-             "CPU time is one thread's process time spent training (evaluation excluded) on the machine named in each",
-             "file; on an idle core it equals wall time. Each curve is one seed of the committed recipe, cut at the",
-             "training budget given; the MRRs are full filtered rankings of the validation and test sets. An",
-             "extrapolation (a straight line in log CPU time through the last checkpoints) drawn while the curve is",
-             "still steep cannot see its plateau: it is a lower bound on the time, not a forecast that the target is",
-             "reached. Every curve here is one seed cut far short of the recipe's epochs: not a protocol result.", "",
-             "![curves](budget.png)", "",
-             "| dataset | model | dim | epochs run | CPU h | val MRR | test MRR | target (kind) | CPU h to target | how |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
-    for path in sorted(folder.glob("*.json")):
-        r = json.loads(path.read_text())
-        last, tt = r["points"][-1], r.get("time_to_target", {})
-        lines.append(f"| {r['dataset']} | {r['model']} | {r['recipe']['dim']} | {last['epoch']:.2f} of "
-                     f"{r['recipe']['epochs']} | {_hours(last['train_cpu_seconds'])} | {last['val_mrr']:.4f} | "
-                     f"{last['test_mrr']:.4f} | {r['target']['test_mrr']} ({r['target']['kind']}) | "
-                     f"{_hours(tt.get('seconds'))} | {tt.get('how', 'run not complete')} |")
-    steps = folder.parent / "bench_steps.json"
-    if steps.exists():
-        b = json.loads(steps.read_text())
-        lines += ["", "## Full recipe cost per seed (`python -m replications.rep.bench_steps`)", "",
-                  f"CPU time of one optimiser step ({b['steps_timed']} steps after 2 warm-up), times the recipe's step "
-                  f"count: training only, one core; commit {b['git_commit'][:7]}, {b['hardware']['cpu']}.", "",
-                  "| dataset | model | recipe | dim | steps | CPU s / step | CPU h per seed |",
-                  "| --- | --- | --- | --- | --- | --- | --- |"]
-        lines += [f"| {x['dataset']} | {x['model']} | {x['recipe']} | {x['dim']} | {x['recipe_steps']} | "
-                  f"{x['cpu_seconds_per_step']} | {x['recipe_cpu_hours']} |" for x in b["rows"]]
-    ev = folder.parent / "bench_eval.json"
-    if ev.exists():
-        b = json.loads(ev.read_text())
-        lines += ["", "## Filtered evaluation of the FB15k-237 test set (`python -m replications.rep.bench_eval`)", "",
-                  f"40,932 filtered ranks against 14,541 entities, {b['threads']} thread(s), "
-                  f"target < {b['target_seconds']:.0f} s; "
-                  f"commit {b['git_commit'][:7]}, {b['hardware']['cpu']}, semaphore: {b.get('semaphore', 'unknown')}; "
-                  f"load average {b.get('load_average_1_5_15min')}. Distance applies to TransE/RotatE only.", "",
-                  "| model | distance | dim | seconds | how | < target |", "| --- | --- | --- | --- | --- | --- |"]
-        lines += [f"| {x['model']} | {x.get('distance') or '—'} | {x['dim']} | {x['seconds_best']} | {x['how']} | "
-                  f"{'yes' if x['under_target'] else 'no'} |" for x in b["rows"]]
-    out = folder / "README.md"
-    from shared.atomic import write_text_atomic
-
-    write_text_atomic(out, "\n".join(lines) + "\n")
-    return out
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("dataset", nargs="?")
-    ap.add_argument("model", nargs="?")
+    ap.add_argument("dataset")
+    ap.add_argument("model")
     ap.add_argument("--minutes", type=float, default=30.0, help="training-time budget (evaluation excluded)")
     ap.add_argument("--every", type=float, default=0.25, help="checkpoint every this many epochs")
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--out", type=Path, default=None)
-    ap.add_argument("--plot", action="store_true", help="only redraw results/rep/budget/budget.png")
+    ap.add_argument("--out", type=Path, default=None, help=f"the curve file (default {OUT}/<dataset>_<model>.json)")
     ap.add_argument("--override", action="append", default=[], help="a Hydra override, e.g. model.dim=16 (repeatable)")
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
-    if not args.plot:
-        if not (args.dataset and args.model):
-            ap.error("DATASET and MODEL are required unless --plot")
-        out = args.out or OUT / f"{args.dataset}_{args.model}.json"
-        measure(args.dataset, args.model, args.minutes, args.every, args.seed, args.override, out)
-        print(f"wrote {out}")
-    folder = args.out.parent if args.out else OUT
-    print(f"wrote {plot(folder)}")
-    print(f"wrote {readme(folder)}")
+    out = args.out or OUT / f"{args.dataset}_{args.model}.json"
+    measure(args.dataset, args.model, args.minutes, args.every, args.seed, args.override, out)
+    print(f"wrote {out}")
     return 0
 
 

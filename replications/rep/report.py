@@ -1,0 +1,196 @@
+"""REP's page as data (``build``): base models before and after REP, the measured cost of the base recipes, the claims.
+
+One row per (dataset, model) record: mean ± std over seeds of MRR / Hits@k before and after REP, the change,
+REP's alpha / khop and the wall time of training versus REP. The cost section reads the side files the
+benchmarks wrote beside the results (budget/<dataset>_<model>.json, bench_steps.json, bench_eval.json).
+The paper's claims (paper.yaml ``claims``) are about ogbl-wikikg2 and OTE / GC-OTE: judged where a run exists.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from statistics import mean, pstdev
+from typing import Any
+
+import yaml
+
+from shared.paper_report import Claim, Figure, PaperReport, PaperResults, Table
+from shared.verdict import NOT_RUN, NOT_TESTABLE, sign_status
+
+PAPER = Path(__file__).with_name("paper.yaml")
+METRICS = ("mrr", "hits1", "hits3", "hits10")
+TITLE = "# REP: base KGE models before and after relation-based embedding propagation"
+BUDGET = "budget"  # the folder of budget curves beside the results (python -m replications.rep.budget --out)
+
+
+def pm(agg: dict[str, Any], key: str, digits: int = 3) -> str:
+    a = agg[key]
+    return f"{a['mean']:.{digits}f} ± {a['std']:.{digits}f}"
+
+
+def row(record: dict[str, Any]) -> list[str]:
+    agg, runs = record["aggregate"], record["runs"]
+    rep = runs[0]["train"]["rep"]
+    train_s = [r["train"]["train_seconds"] for r in runs]
+    rep_s = [r["train"]["rep_seconds"] for r in runs]
+    cells = [record["dataset"], record["model"], f"{rep['alpha']} / {rep['khop']}" + (" (deg)" if rep["neighbor_norm"] else "")]
+    for m in METRICS:
+        cells += [pm(agg, f"test_{m}_base"), pm(agg, f"test_{m}_rep"), f"{agg[f'test_{m}_delta']['mean']:+.3f}"]
+    return cells + [pm(agg, "val_mrr_base"), pm(agg, "val_mrr_rep"), f"{mean(train_s):.0f} ± {pstdev(train_s):.0f}",
+                    f"{mean(rep_s):.1f} ± {pstdev(rep_s):.1f}", f"{100 * mean(rep_s) / mean(train_s):.1f}%", str(len(runs))]
+
+
+def before_after(records: list[dict[str, Any]]) -> Table:
+    head = ["dataset", "model", "REP α / k"]
+    for m in METRICS:
+        head += [f"test {m} base", f"test {m} REP", f"Δ{m}"]
+    head += ["val MRR base", "val MRR REP", "train s", "REP s", "REP/train", "seeds"]
+    cut = [f"{r['dataset']}/{r['model']} (missing seeds {r['missing_seeds']})" for r in records if r.get("missing_seeds")]
+    note = "Incomplete protocol (fewer seeds than conf/paper/rep.yaml lists): " + "; ".join(cut) + "." if cut else ""
+    return Table(head, [row(r) for r in records], note=note)
+
+
+def intro(records: list[dict[str, Any]]) -> str:
+    cpus = ", ".join(sorted({r.get("environment", {}).get("hardware", {}).get("cpu", "?") for r in records}))
+    return ("Produced by `make replicate-rep` (the page is `report()`, replications/rep/report.py); "
+            f"CPU: {cpus}.\n"
+            "Filtered ranking over head and tail prediction, ties = mean of optimistic and pessimistic rank (OGB).\n"
+            "Mean ± population std over seeds; Δ = REP − base (mean over seeds). Base models are CPU-sized\n"
+            "(dim 64, 1000 steps: ~1% of the RotatE-repo training steps), so absolute MRRs are far below the full-size\n"
+            "references in replications/rep/paper.yaml, and gains of REP on under-trained embeddings need not\n"
+            "match its gains on converged ones. REP α / k: the official per-dataset values (README); ComplEx uses\n"
+            "DistMult's (no official entry). Times: wall seconds of base training and of REP itself, per seed.")
+
+
+# --- the measured cost of the base recipes (side files of replications.rep.budget / bench_steps / bench_eval) ---
+
+def curves(folder: Path) -> list[dict[str, Any]]:
+    """The budget curve files (one seed each) under ``folder``, by name; a curve still running says so."""
+    return [json.loads(p.read_text()) for p in sorted(folder.glob("*.json")) if not p.name.endswith(".partial.json")]
+
+
+def _hours(seconds: float | None) -> str:
+    return "—" if seconds is None else f"{seconds / 3600:.2f}"
+
+
+def curve_table(records: list[dict[str, Any]]) -> Table:
+    rows = []
+    for r in records:
+        last, tt = r["points"][-1], r.get("time_to_target", {})
+        rows.append([r["dataset"], r["model"], r["recipe"]["dim"], f"{last['epoch']:.2f} of {r['recipe']['epochs']}",
+                     _hours(last["train_cpu_seconds"]), f"{last['val_mrr']:.4f}", f"{last['test_mrr']:.4f}",
+                     f"{r['target']['test_mrr']} ({r['target']['kind']})", _hours(tt.get("seconds")),
+                     tt.get("how", "run not complete")])
+    return Table(["dataset", "model", "dim", "epochs run", "CPU h", "val MRR", "test MRR", "target (kind)",
+                  "CPU h to target", "how"], rows)
+
+
+def plot_curves(records: list[dict[str, Any]]) -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, max(1, len(records)), figsize=(5.2 * max(1, len(records)), 3.8), squeeze=False)
+    for ax, r in zip(axes[0], records):
+        hours = [p["train_cpu_seconds"] / 3600 for p in r["points"]]
+        ax.plot(hours, [p["val_mrr"] for p in r["points"]], "o-", label="validation MRR")
+        ax.plot(hours, [p["test_mrr"] for p in r["points"]], "s--", label="test MRR")
+        target = r["target"]["test_mrr"]
+        if target is not None:
+            ax.axhline(target, color="k", lw=1, label=f"target {target} ({r['target']['kind']})")
+        ax.set(title=f"{r['dataset']} {r['model']} (dim {r['recipe']['dim']}, seed {r['seed']})",
+               xlabel="training CPU time (hours, 1 thread; evaluation excluded)", ylabel="filtered MRR")
+        ax.legend(fontsize=8, loc="lower right")
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def steps_blocks(b: dict[str, Any]) -> list[str | Table]:
+    rows = [[x["dataset"], x["model"], x["recipe"], x["dim"], x["recipe_steps"], x["cpu_seconds_per_step"],
+             x["recipe_cpu_hours"]] for x in b["rows"]]
+    return ["### Full recipe cost per seed (`python -m replications.rep.bench_steps`)",
+            f"CPU time of one optimiser step ({b['steps_timed']} steps after 2 warm-up), times the recipe's step "
+            f"count: training only, one core; commit {b['git_commit'][:7]}, {b['hardware']['cpu']}.",
+            Table(["dataset", "model", "recipe", "dim", "steps", "CPU s / step", "CPU h per seed"], rows)]
+
+
+def eval_blocks(b: dict[str, Any]) -> list[str | Table]:
+    rows = [[x["model"], x.get("distance") or "—", x["dim"], x["seconds_best"], x["how"],
+             "yes" if x["under_target"] else "no"] for x in b["rows"]]
+    return ["### Filtered evaluation of the FB15k-237 test set (`python -m replications.rep.bench_eval`)",
+            f"40,932 filtered ranks against 14,541 entities, {b['threads']} thread(s), "
+            f"target < {b['target_seconds']:.0f} s; commit {b['git_commit'][:7]}, {b['hardware']['cpu']}, "
+            f"semaphore: {b.get('semaphore', 'unknown')}; load average {b.get('load_average_1_5_15min')}. "
+            "Distance applies to TransE/RotatE only.",
+            Table(["model", "distance", "dim", "seconds", "how", "< target"], rows)]
+
+
+def cost_blocks(results: PaperResults) -> tuple[list[Any], dict[str, Any]]:
+    """The cost section (curves, per-step cost, evaluation time) from the side files present; with its data."""
+    budget, steps, ev = curves(results.folder / BUDGET), results.side_file("bench_steps.json"), \
+        results.side_file("bench_eval.json")
+    if not (budget or steps or ev):
+        return [], {}
+    blocks: list[Any] = [
+        "## Base models: measured cost on this CPU",
+        "From the side files beside the results (`python -m replications.rep.budget`, `bench_steps`, `bench_eval`, "
+        "each given `--out results/rep/...`).\n"
+        "CPU time is one thread's process time spent training (evaluation excluded) on the machine named in each\n"
+        "file; on an idle core it equals wall time. Each curve is one seed of the committed recipe, cut at the\n"
+        "training budget given; the MRRs are full filtered rankings of the validation and test sets. An\n"
+        "extrapolation (a straight line in log CPU time through the last checkpoints) drawn while the curve is\n"
+        "still steep cannot see its plateau: it is a lower bound on the time, not a forecast that the target is\n"
+        "reached. Every curve here is one seed cut far short of the recipe's epochs: not a protocol result."]
+    if budget:
+        blocks += [Figure(f"{BUDGET}/budget.png", draw=lambda: plot_curves(budget), caption="curves", dpi=120),
+                   curve_table(budget)]
+    blocks += (steps_blocks(steps) if steps else []) + (eval_blocks(ev) if ev else [])
+    data = {"budget": [{k: r.get(k) for k in ("dataset", "model", "seed", "recipe", "target", "time_to_target",
+                                              "complete")} | {"last_point": r["points"][-1]} for r in budget],
+            "bench_steps": steps["rows"] if steps else None, "bench_eval": ev["rows"] if ev else None}
+    return blocks, data
+
+
+# --- the paper's claims ---
+
+def wikikg2_gains(results: PaperResults) -> list[float]:
+    """Relative test-MRR change of REP (rep / base - 1), one per seed and ogbl-wikikg2 base model run here."""
+    return [run["metrics"]["test_mrr_rep"] / run["metrics"]["test_mrr_base"] - 1
+            for record in results.models("ogbl_wikikg2").values() for run in record["runs"]
+            if run["metrics"].get("test_mrr_base")]
+
+
+def claim_check(results: PaperResults, claims: list[dict[str, Any]]) -> list[Claim]:
+    out = []
+    for c in claims:
+        base = {"text": c["text"], "kind": c["kind"], "source": c["source"], "verified": c["verified"]}
+        if not c.get("testable_here"):
+            out.append(Claim(**base, status=NOT_TESTABLE, evidence=c["why_not"]))
+            continue
+        gains = wikikg2_gains(results)
+        if not gains:
+            out.append(Claim(**base, status=NOT_RUN, evidence=c["not_run"]))
+            continue
+        effect = 100 * mean(gains)
+        out.append(Claim(**base, status=sign_status(gains), unit="% (relative test MRR, REP vs base)",
+                         effect=round(effect, 2), interval=(round(100 * min(gains), 2), round(100 * max(gains), 2)),
+                         evidence=f"{c['tested_as']}: mean {effect:+.1f}% over {len(gains)} seed-model runs "
+                                  f"(range {100 * min(gains):+.1f}% to {100 * max(gains):+.1f}%)",
+                         scale=c.get("scale", "")))
+    return out
+
+
+def build(results: PaperResults) -> PaperReport | None:
+    """The page from every complete record of the paper; None without any."""
+    records = [results.records[k] for k in sorted(results.records)]
+    if not records:
+        return None
+    table = before_after(records)
+    cost, cost_data = cost_blocks(results)
+    paper = yaml.safe_load(PAPER.read_text())
+    data = {"before_after": {"header": table.header, "rows": table.rows}, **cost_data}
+    return PaperReport(blocks=[TITLE, intro(records), table, *cost],
+                       claims=claim_check(results, paper.get("claims") or []), data=data)
