@@ -114,4 +114,9 @@ def test_smoke_run_through_the_harness(tmp_path, monkeypatch):
     assert record["runs"][0]["train"]["trained"] is False
     assert 0 < metrics["test_box_hmean"] <= 100 and metrics["latency_ms_median"] > 0
     assert (tmp_path / "ppocrv3" / "funsd" / "tesseract.json").exists()
-    assert (tmp_path / "ppocrv3" / "README.md").exists()
+    assert record["runs"][0]["train"]["details"]["images"] == 1 and "_metrics" not in record["runs"][0]["train"]
+    assert not list((tmp_path / "ppocrv3").glob("*/*.details.json"))  # the details are in the record now
+    from shared.report import write_paper_pages
+
+    assert write_paper_pages(tmp_path, {"ppocrv3": replications.get("ppocrv3").report}) == ["ppocrv3"]
+    assert (tmp_path / "ppocrv3" / "README.md").exists() and (tmp_path / "ppocrv3" / "claims.json").exists()

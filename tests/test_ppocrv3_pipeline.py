@@ -1,4 +1,5 @@
-"""run.evaluate end to end on a hand-made dataset with planted engines (no models, no Tesseract, no mirror)."""
+"""run.measure, the Replication methods and the page end to end on a hand-made dataset with planted engines
+(no models, no Tesseract, no mirror)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,12 @@ import pytest
 from omegaconf import OmegaConf
 
 from replications.ocr.engines import Output
-from replications.ppocrv3 import figures, run
+from replications.ppocrv3 import REPLICATION, report, run
 from replications.ppocrv3.protocol import Regions
+from shared.paper_report import Figure, PaperResults, Table
+from shared.runner import stored
+from shared.verdict import STATUSES
+from tests.runs import run_of
 
 BOXES = [[10, 10, 90, 10, 90, 30, 10, 30], [10, 50, 70, 50, 70, 70, 10, 70], [120, 10, 150, 10, 150, 30, 120, 30]]
 TEXTS = ["Hello", "world", "###"]
@@ -45,29 +50,40 @@ class Planted:
         return Output(words, words, {"det": 0.01, "rec": 0.02, "pipeline": 0.03})
 
 
-def test_oracle_scores_100_and_writes_details(tiny, tmp_path):
+def test_oracle_scores_100_and_returns_details(tiny):
     cfg, ds = tiny
-    details = tmp_path / "icdar2015" / "oracle.details.json"
-    m = run.evaluate(cfg, Planted(), ds, details)
+    m, details = run.measure(cfg, Planted(), ds)
     assert m["test_box_hmean"] == pytest.approx(100) and m["test_e2e_hmean"] == pytest.approx(100)
     assert m["test_detector_hmean"] == pytest.approx(100) and m["test_e2e_hmean_wordsplit"] == pytest.approx(100)
     assert m["test_cer"] == 0 and m["latency_ms_median"] == pytest.approx(30)
     assert m["det_latency_ms_p90"] == pytest.approx(10)
     assert m["test_e2e_hmean_ci_low"] == pytest.approx(100) and m["test_e2e_hmean_ci_high"] == pytest.approx(100)
-    saved = json.loads(details.read_text())
-    assert saved["counts"]["lines"]["gt_care"] == 4 and "img_1" in saved["examples"]
-    assert saved["per_image"]["lines"] == [[2, 2, 2, 2], [2, 2, 2, 2]]
+    assert details["counts"]["lines"]["gt_care"] == 4 and "img_1" in details["examples"]
+    assert details["per_image"]["lines"] == [[2, 2, 2, 2], [2, 2, 2, 2]]
+    json.dumps(details)  # goes into the result record as it is
+
+
+def test_train_stores_the_details_and_evaluate_returns_its_metrics(tiny, tmp_path):
+    cfg, ds = tiny
+    spec = run_of(cfg, output_dir=tmp_path / "out")
+    summary = REPLICATION.train(spec, Planted(dx=60), ds, 1, lambda m, s: None)
+    metrics = REPLICATION.evaluate(spec, Planted(), ds, 1, summary)  # scores what train measured, runs nothing
+    assert metrics["test_box_hmean"] == 0 and metrics["latency_ms_median"] == pytest.approx(30)
+    kept = stored(summary)
+    assert "_metrics" not in kept and kept["details"]["per_image"]["lines"] == [[2, 2, 0, 0], [2, 2, 0, 0]]
+    assert kept["trained"] is False and kept["images"] == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["img_1.png"]  # nothing written by train or evaluate
 
 
 def test_shifted_engine_scores_zero(tiny):
     cfg, ds = tiny
-    m = run.evaluate(cfg, Planted(dx=60), ds, None)
+    m = run.measure(cfg, Planted(dx=60), ds)[0]
     assert m["test_box_hmean"] == 0 and m["test_e2e_hmean"] == 0 and math.isnan(m["test_cer"])
 
 
 def test_corrupted_text_fails_end_to_end(tiny):
     cfg, ds = tiny
-    m = run.evaluate(cfg, Planted(corrupt=True), ds, None)
+    m = run.measure(cfg, Planted(corrupt=True), ds)[0]
     assert m["test_box_hmean"] == pytest.approx(100) and m["test_e2e_hmean"] == 0
     assert m["test_cer"] > 0
 
@@ -85,7 +101,7 @@ class LinesAndWords:
 
 def test_views_are_scored_separately(tiny):
     cfg, ds = tiny
-    m = run.evaluate(cfg, LinesAndWords(), ds, None)
+    m = run.measure(cfg, LinesAndWords(), ds)[0]
     assert m["test_e2e_hmean"] == 0 and m["test_box_hmean"] == 0  # one line over two words matches neither
     assert m["test_e2e_hmean_wordsplit"] == pytest.approx(100)
     assert m["test_detector_precision"] == 0 and "test_detector_hmean" in m
@@ -104,31 +120,81 @@ def test_claim_verdict_follows_the_bootstrap():
     base = rng.integers(2, 9, 200).tolist()
     better = [min(k + 2, 10) for k in base]  # +2 words on every image: a clear, consistent gain
     noisy = [k + (1 if i % 2 else -1) for i, k in enumerate(base)]  # +1/-1 alternately: no gain overall
-    claim = figures.claim
-    assert "**holds**" in claim({"ppocrv3": row(better), "ppocrv2": row(base)}, "ppocrv3", "ppocrv2", 1.5)
-    text = claim({"ppocrv3": row(noisy), "ppocrv2": row(base)}, "ppocrv3", "ppocrv2", 1.5)
-    assert "**is not shown**" in text and "includes 0" in text
-    assert "**does not hold**" in claim({"ppocrv3": row(base), "ppocrv2": row(better)}, "ppocrv3", "ppocrv2", 1.5)
-    assert "slower" in claim({"ppocrv3": row(better, 990), "ppocrv2": row(base)}, "ppocrv3", "ppocrv2", 1.5)
-    assert "not measured" in claim({"ppocrv3": row(base)}, "ppocrv3", "ppocrv2", 1.5)
+
+    def status(new: dict, old: dict) -> str:
+        return report.compare({"ppocrv3": new, "ppocrv2": old}, "ppocrv3", "ppocrv2", 1.5)["status"]
+
+    assert status(row(better), row(base)) == "supported"
+    c = report.compare({"ppocrv3": row(noisy), "ppocrv2": row(base)}, "ppocrv3", "ppocrv2", 1.5)
+    assert c["status"] == "inconclusive" and c["low"] < 0 < c["high"]
+    assert "**inconclusive**" in report.sentence(c, "ppocrv3", "ppocrv2") and "includes 0" in c["why"]
+    assert status(row(base), row(better)) == "contradicted"
+    slow = report.compare({"ppocrv3": row(better, 990), "ppocrv2": row(base)}, "ppocrv3", "ppocrv2", 1.5)
+    assert slow["status"] == "contradicted" and "slower" in slow["why"] and slow["ratio"] == pytest.approx(3)
+    assert report.compare({"ppocrv3": row(base)}, "ppocrv3", "ppocrv2", 1.5) is None
+    assert "not measured" in report.sentence(None, "ppocrv3", "ppocrv2")
 
 
-def test_table_and_plot_from_details(tiny, tmp_path):
+def record(cfg, ds, engine, model: str, dataset: str = "icdar2015") -> dict:
+    """A result record as the runner writes it: the stored summary under runs[0].train."""
+    cfg = cfg.copy()
+    cfg.model.name = model
+    spec = run_of(cfg)
+    summary = REPLICATION.train(spec, engine, ds, 1, lambda m, s: None)
+    metrics = REPLICATION.evaluate(spec, engine, ds, 1, summary)
+    return {"paper": "ppocrv3", "dataset": dataset, "model": model, "complete": True,
+            "config": {"paper": {"protocol": {"comparable_speed": 1.5,
+                                              "bootstrap": {"samples": 200, "seed": 0, "level": 0.95}}}},
+            "runs": [{"seed": 1, "metrics": metrics, "train": stored(summary)}]}
+
+
+def test_page_from_records(tiny, tmp_path):
     cfg, ds = tiny
-    root = tmp_path / "res"
-    cfg.model.name = "ppocrv3"
-    run.evaluate(cfg, Planted(), ds, root / "icdar2015" / "ppocrv3.details.json")
-    details = figures.load_details(root)
-    text = figures.table(details, 1.5)
-    assert "internal" in text and "| PP-OCRv3 | 100.0 [100.0, 100.0] |" in text
-    assert text.index("Standard protocol") < text.index("Word-split protocol")
+    records = {("icdar2015", m): record(cfg, ds, e, m)
+               for m, e in (("ppocrv3", Planted()), ("ppocrv2", Planted(corrupt=True)))}
+    page = report.build(PaperResults("ppocrv3", tmp_path / "ppocrv3", records))
+    statuses = [c.status for c in page.claims]
+    assert all(s in STATUSES for s in statuses)
+    # ICDAR 2015: v3 reads every word, v2 none; FUNSD was not measured
+    assert statuses == ["supported", "supported", "not run", "not run"]
+    assert page.claims[0].effect == pytest.approx(100) and page.claims[0].kind == "authors_release"
+    tables = [b for b in page.blocks if isinstance(b, Table)]
+    assert ["PP-OCRv2", "0.0 [0.0, 0.0]"] == tables[0].rows[0][:2]
+    assert ["PP-OCRv3", "100.0 [100.0, 100.0]"] == tables[0].rows[1][:2]
+    text = "\n".join(b for b in page.blocks if isinstance(b, str))
+    assert "internal" in text and "the claim is **supported** here" in text
+    assert "PP-OCRv4 over PP-OCRv3" not in text and "PP-OCRv4 vs PP-OCRv3: not measured" in text
+    assert [f.name for f in page.blocks if isinstance(f, Figure)] == ["figures/pr_vs_latency.png",
+                                                                     "figures/examples_icdar2015.png"]
+    fig = page.figures()[0].draw()
+    assert len(fig.axes) == 2
+    json.dumps(page.data)  # claims.json holds it
+
+
+def test_page_reads_committed_details_and_interleaved_latency(tiny, tmp_path):
+    cfg, ds = tiny
+    folder = tmp_path / "ppocrv3"
+    records = {}
+    for model, engine in (("ppocrv3", Planted()), ("ppocrv2", Planted(corrupt=True))):
+        rec = record(cfg, ds, engine, model)
+        details = rec["runs"][0]["train"].pop("details")  # a run made before the details went into the record
+        (folder / "icdar2015").mkdir(parents=True, exist_ok=True)
+        (folder / "icdar2015" / f"{model}.details.json").write_text(json.dumps(details))
+        records["icdar2015", model] = rec
+    records["funsd", "ppocrv3"] = record(cfg, ds, Planted(), "ppocrv3", "funsd")
+    records["funsd", "ppocrv3"]["runs"][0]["train"].pop("details")  # only an older details file: left out
+    (folder / "funsd").mkdir()
+    (folder / "funsd" / "ppocrv3.details.json").write_text(json.dumps({"model": "ppocrv3", "metrics": {}}))
     inter = {"threads": 1, "load_average_before": [1, 1, 1], "load_average_after": [2, 2, 2],
-             "datasets": {"icdar2015": {"images": 2, "latency": {"ppocrv3": {"latency_ms_median": 5.0,
-                                                                             "latency_ms_p90": 6.0}}}}}
-    assert "| PP-OCRv3 | — | — | 5 / 6 |" in figures.table(details, 1.5, inter)
-    old = root / "funsd" / "ppocrv3.details.json"  # a details file from before per-image counts is skipped
-    old.parent.mkdir(parents=True)
-    old.write_text(json.dumps({"model": "ppocrv3", "metrics": {}}))
-    assert "funsd" not in figures.load_details(root)
-    figures.plot_pr(details, root / "pr.png")
-    assert (root / "pr.png").stat().st_size > 1000
+             "datasets": {"icdar2015": {"images": 2, "latency": {
+                 "ppocrv3": {"latency_ms_median": 50.0, "latency_ms_p90": 60.0},
+                 "ppocrv2": {"latency_ms_median": 10.0, "latency_ms_p90": 12.0}}}}}
+    (folder / report.INTERLEAVED).write_text(json.dumps(inter))
+    page = report.build(PaperResults("ppocrv3", folder, records))
+    tables = [b for b in page.blocks if isinstance(b, Table)]
+    assert ["PP-OCRv3", "—", "—", "50 / 60"] in tables[-1].rows  # the interleaved table
+    # 5x slower in the interleaved benchmark: the claim fails on speed although v3 is more accurate
+    assert [c.status for c in page.claims] == ["contradicted", "contradicted", "not run", "not run"]
+    assert "more than 1.5x slower" in page.claims[0].evidence
+    assert set(page.data["metrics"]) == {"icdar2015"}
+    assert report.build(PaperResults("ppocrv3", tmp_path / "none", {})) is None

@@ -1,9 +1,10 @@
 """Interleaved latency: every engine on the same images in rotation, so a load change on a shared machine hits
 all engines alike (the main run times engines one after another, minutes apart).
 
-`python -m replications.ppocrv3.bench [--images-icdar2015 N] [--images-funsd N]` writes
-results/ppocrv3/latency_interleaved.json and rebuilds the table, which then reports these medians and uses them
-for the speed side of the paper's claim.
+`python -m replications.ppocrv3.bench [--images-icdar2015 N] [--images-funsd N] [--out FOLDER]` writes
+FOLDER/latency_interleaved.json (default outputs/results/ppocrv3, a run by hand). Written into the paper's results
+folder (`--out results/ppocrv3`), the page (`make report`) reports these medians and uses them for the speed side
+of the paper's claim.
 """
 
 from __future__ import annotations
@@ -18,23 +19,23 @@ from omegaconf import OmegaConf
 
 from replications.ocr import engines
 from replications.ppocrv3 import data as pdata
-from replications.ppocrv3 import figures, run
+from replications.ppocrv3 import run
+from replications.ppocrv3.report import INTERLEAVED
 from shared.atomic import write_json_atomic
+from shared.paths import CONF_DIR, HAND_RUNS
 from shared.runinfo import environment, git_state
-from shared.runner import PROJECT_ROOT
 
 CHOICES = {"ppocrv2": "ppocrv3_ppocrv2", "ppocrv3": "ppocrv3/{dataset}", "ppocrv4": "ppocrv3_ppocrv4",
            "tesseract": "ppocrv3_tesseract"}
 
 
 def bench(dataset: str, n_images: int, names: list[str]) -> dict[str, dict[str, float]]:
-    conf = PROJECT_ROOT / "conf"
     cfg = OmegaConf.create({"dataset": {"name": dataset}, "scale": {"name": "full"}, "paper": {"protocol": {}}})
     rows = pdata.load(cfg).select(range(n_images))
     images = [run.read_image(r["image_path"]) for r in rows]
     built = {}
     for name in names:
-        model_cfg = OmegaConf.load(conf / "model" / (CHOICES[name].format(dataset=dataset) + ".yaml"))
+        model_cfg = OmegaConf.load(CONF_DIR / "model" / (CHOICES[name].format(dataset=dataset) + ".yaml"))
         built[name] = engines.build(model_cfg, run.threads())
         built[name](images[0])  # warm-up, not timed
     times: dict[str, dict[str, list[float]]] = {n: {} for n in names}
@@ -58,7 +59,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--images-icdar2015", type=int, default=50)
     parser.add_argument("--images-funsd", type=int, default=10)
-    parser.add_argument("--results", type=Path, default=PROJECT_ROOT / "results" / "ppocrv3")
+    parser.add_argument("--out", type=Path, default=HAND_RUNS / "ppocrv3",
+                        help="folder for latency_interleaved.json (results/ppocrv3 to update the committed page)")
     args = parser.parse_args()
     names = [n for n in CHOICES if n != "tesseract" or engines.shutil.which("tesseract")]
     git = git_state()  # at start: the code that is timed
@@ -70,8 +72,8 @@ def main() -> None:
     record["load_average_after"] = os.getloadavg()
     record["wall_seconds"] = round(time.perf_counter() - t0, 1)
     record["environment"] = environment(git)  # command, commit, versions, hardware
-    write_json_atomic(args.results / "latency_interleaved.json", record)
-    figures.main([str(args.results)])
+    write_json_atomic(args.out / INTERLEAVED, record)
+    print(f"wrote {args.out / INTERLEAVED}; `make report` rebuilds the page from the results folder's copy")
 
 
 if __name__ == "__main__":

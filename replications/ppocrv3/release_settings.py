@@ -3,11 +3,14 @@
 `python -m replications.ppocrv3.release_settings` fetches the `paddleocr` wheel published with each release
 (sha256-pinned, into the cache), reads the argparse defaults of its `tools/infer/utility.py` and the DB
 `NormalizeImage` of its `tools/infer/predict_det.py` (parsed with `ast`, never imported: the wheel needs
-Paddle), and compares them with conf/model/. It prints one table and exits 1 on any mismatch.
+Paddle), and compares them with conf/model/. It prints one table, writes it to FOLDER/RELEASE_SETTINGS.md
+(`--out FOLDER`, default outputs/results/ppocrv3; `--out results/ppocrv3` updates the committed copy) and exits 1
+on any mismatch.
 """
 
 from __future__ import annotations
 
+import argparse
 import ast
 import sys
 import zipfile
@@ -18,7 +21,7 @@ from omegaconf import OmegaConf
 
 from replications.ocr.models import Wheel, wheel_path
 from shared.atomic import write_text_atomic
-from shared.runinfo import REPO_ROOT
+from shared.paths import CONF_DIR, HAND_RUNS
 
 # The PaddleOCR release that shipped each model family (PP-OCRv2: 2.3, Sept 2021; v3: 2.5, May 2022; v4: 2.7, 2023).
 RELEASES: dict[str, tuple[Wheel, tuple[str, ...]]] = {
@@ -110,14 +113,17 @@ def table(rows: list[Row]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--out", type=Path, default=HAND_RUNS / "ppocrv3", help="folder for RELEASE_SETTINGS.md")
+    args = parser.parse_args(argv)
     rows = []
     for version, (wheel, configs) in RELEASES.items():
         for config in configs:
-            rows += compare(version, wheel_path(wheel), REPO_ROOT / "conf" / "model" / config)
+            rows += compare(version, wheel_path(wheel), CONF_DIR / "model" / config)
     text = table(rows)
     print(text)
-    write_text_atomic(REPO_ROOT / "results" / "ppocrv3" / "RELEASE_SETTINGS.md", text)
+    write_text_atomic(args.out / "RELEASE_SETTINGS.md", text)
     return 0 if all(r[-1] for r in rows) else 1
 
 

@@ -1,4 +1,5 @@
-"""Run one engine over a dataset: predictions, protocol scores, latency statistics, a details file.
+"""Run one engine over a dataset: predictions, protocol scores, latency statistics and the per-image details
+(returned, never written: they go into the run's record, see replications/ppocrv3/__init__.py).
 
 Three views of one run are scored under the same RRC rules:
 - standard (unsuffixed metrics): what the released pipeline outputs, PP-OCR's recognised text lines;
@@ -12,7 +13,6 @@ from __future__ import annotations
 import os
 import platform
 from importlib import metadata
-from pathlib import Path
 from typing import Any
 
 import cv2
@@ -24,7 +24,6 @@ from replications.ocr.engines import Output
 from replications.ppocrv3 import bootstrap
 from replications.ppocrv3 import data as pdata
 from replications.ppocrv3.protocol import Counts, Regions, exact_text_match, rrc_text_match, score_image, summarise
-from shared.atomic import write_json_atomic
 
 TEXT_RULES = {"rrc": rrc_text_match, "exact": exact_text_match}
 
@@ -79,7 +78,9 @@ def intervals(cfg: DictConfig, per_image: dict[str, list[list[int]]]) -> dict[st
     return out
 
 
-def evaluate(cfg: DictConfig, engine: Any, ds: datasets.Dataset, details_path: Path | None) -> dict[str, float]:
+def measure(cfg: DictConfig, engine: Any, ds: datasets.Dataset) -> tuple[dict[str, float], dict[str, Any]]:
+    """(metrics, details) of one engine over ``ds``: details hold what the page needs per image (the four RRC
+    counts of each view, for the paired bootstrap; the example images' outputs; threads, CPU, engine)."""
     rule = TEXT_RULES[cfg.dataset.text_match]
     proto = cfg.paper.protocol
     totals = {v: Counts() for v in VIEWS}
@@ -107,15 +108,12 @@ def evaluate(cfg: DictConfig, engine: Any, ds: datasets.Dataset, details_path: P
     for stage in ("det", "rec"):
         if stage in timings:
             metrics |= latency_stats(timings[stage], f"{stage}_")
-    if details_path is not None:
-        write_json_atomic(details_path, {
-            "dataset": cfg.dataset.name, "model": cfg.model.name, "images": len(ds),
-            "image_ids": list(ds["image_id"]), "count_fields": list(bootstrap.FIELDS),
-            "counts": {v: vars(totals[v]) for v in VIEWS}, "per_image": per_image, "metrics": metrics,
-            "threads": threads(), "cpu": platform.processor() or platform.machine(),
-            "engine": describe(engine), "examples": examples,
-        })
-    return metrics
+    details = {"dataset": cfg.dataset.name, "model": cfg.model.name, "images": len(ds),
+               "image_ids": list(ds["image_id"]), "count_fields": list(bootstrap.FIELDS),
+               "counts": {v: vars(totals[v]) for v in VIEWS}, "per_image": per_image,
+               "threads": threads(), "cpu": platform.processor() or platform.machine(),
+               "engine": describe(engine), "examples": examples}
+    return metrics, details
 
 
 def describe(engine: Any) -> dict[str, Any]:
