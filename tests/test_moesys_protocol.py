@@ -1,5 +1,6 @@
 """The moesys package end to end: the smoke protocol through the runner, the claim statuses the page derives
-from the measurements, and the GPU script's CPU smoke path."""
+from the measurements (shared.verdict's vocabulary), the page built from hand-made records, and the GPU
+script's CPU smoke path feeding the page through a side file."""
 
 from __future__ import annotations
 
@@ -7,10 +8,21 @@ import json
 
 import pytest
 import yaml
+from omegaconf import OmegaConf
 
 from replications.moesys import REPLICATION, gpu_ring, report
+from shared.paper_report import Figure, PaperResults, Table, load_paper_results
+from shared.report_paper import render_page
 from shared.runner import run
+from shared.verdict import STATUSES
 from tests.conftest import compose_cfg
+from tests.runs import run_of
+
+CLAIMS = yaml.safe_load(report.PAPER.read_text())["claims"]
+
+
+def _claim(claim_id: str) -> dict:
+    return next(c for c in CLAIMS if c["id"] == claim_id)
 
 
 @pytest.mark.parametrize("model", ["moesys/markov_tokens", "moesys_elastic"])
@@ -27,54 +39,145 @@ def test_smoke_protocol_writes_a_record(tmp_path, model):
     else:
         assert m["test_exact_vs_resident"] == 1.0 and m["test_read_gb_per_s"] > 0
         assert record["runs"][0]["train"]["settings"][0]["rows"][1]["loads_per_pass"] == 2.0  # S = 2 sections
-    assert report.main([str(tmp_path)]) == 0  # smoke records are not full scale: every mechanism "not run"
-    claims = json.loads((tmp_path / "moesys" / "claims.json").read_text())["claims"]
-    assert {c["status"] for c in claims} == {"not testable here", "not run"}
+    assert not list(tmp_path.glob("moesys/*.md"))  # evaluate wrote no page: report() does, through shared
+    page = REPLICATION.report(load_paper_results(tmp_path, "moesys"))
+    # smoke records are not full scale: every mechanism "not run", with the reason
+    assert {c.status for c in page.claims} == {"not testable here", "not run"}
+    assert any("smoke-scale" in c.evidence for c in page.claims if c.status == "not run")
+    text = render_page("moesys", page)
+    section = "Ring-memory inference" if model != "moesys_elastic" else "Elastic expert-parallel"
+    assert section in text and text.index("## Verdicts") < text.index(section)
 
 
-def _ring(exact: float, speedup: float, every: float = 1.0) -> dict:
-    return {"runs": [{"metrics": {"test_exact_vs_resident": exact,
-                                  "test_ring_k2_speedup_vs_load_then_compute": speedup,
-                                  "ring_k2_faster_in_every_repeat": every,
-                                  "repeats": 5.0}}]}
+def _rows(k1: list[float], k2: list[float]) -> list[dict]:
+    return [{"config": "resident", "storage": None, "k": None, "seconds_all": [1.0] * len(k1), "tokens_per_s": 100.0,
+             "modelled_tokens_per_s": None},
+            {"config": "load_then_compute", "storage": "storage", "k": 1, "seconds_all": k1, "tokens_per_s": 50.0,
+             "modelled_tokens_per_s": 55.0, "loads_per_pass": 2.0, "read_gb_per_s": 1.0},
+            {"config": "ring_k2", "storage": "storage", "k": 2, "seconds_all": k2, "tokens_per_s": 70.0,
+             "modelled_tokens_per_s": 80.0, "loads_per_pass": 2.0, "read_gb_per_s": 1.1}]
 
 
-def _elastic(phases: list[int], diff: float) -> dict:
-    return {"runs": [{"train": {"phases": phases, "max_abs_diff": diff}}]}
+def _ring(exact: float, k1: list[float], k2: list[float], scale: str = "full") -> dict:
+    setting = {"batch": 1, "seq_len": 16, "passes": 2, "compute_per_section_s": [0.01, 0.01],
+               "load_per_section_s": {"storage": [0.02, 0.02]}, "rows": _rows(k1, k2)}
+    train = {"settings": [setting], "exact": bool(exact), "params": {"layers": 2, "sections": 2, "d_model": 32,
+                                                                      "num_experts": 4, "ffn_hidden": 64},
+             "section_bytes": 1e6, "page_cache_bytes_after_drop": 0, "file_bytes": 2_000_000,
+             "load_average_before": [1.0], "load_average_after": [1.0]}
+    env = {"hardware": {"cpu": "test cpu", "cpu_count": 2}, "command": "test", "git_commit": "abc",
+           "git_dirty": False, "versions": {"torch": "x"}}
+    return {"dataset": "markov_tokens", "model": "ring_memory", "scale": scale, "complete": True,
+            "wall_seconds": 60.0, "environment": env,
+            "runs": [{"metrics": {"test_exact_vs_resident": exact}, "train": train}]}
+
+
+def _elastic(phases: list[int], diff: float, scale: str = "full") -> dict:
+    curve = [{"step": i, "loss": 4.0 - i, "world": 2 if i < 2 else 1, "time": float(i)} for i in range(3)]
+    train = {"phases": phases, "max_abs_diff": diff, "curve": curve, "rows": curve,
+             "reference_loss": [r["loss"] for r in curve], "resumes": [], "seconds": 30.0,
+             "params": {"steps": 3, "model": {"layers": 2, "num_experts": 4}}, "chain_entropy": 0.69,
+             "uniform_loss": 4.16}
+    env = {"command": "test", "git_commit": "abc", "git_dirty": False}
+    return {"dataset": "markov_tokens", "model": "elastic", "scale": scale, "complete": True, "wall_seconds": 30.0,
+            "environment": env, "config": {"paper": {"protocol": {"elastic": {"leave_at": 1, "rejoin_at": 2}}}},
+            "runs": [{"train": train}]}
+
+
+FASTER = ([1.4] * 5, [1.0] * 5)  # load-then-compute 1.4x the ring's time in each of 5 paired repeats
 
 
 @pytest.mark.parametrize(("records", "status"), [
-    ({"ring_memory": _ring(1.0, 1.4)}, "mechanism shown"),
-    ({"ring_memory": _ring(0.0, 1.4)}, "mechanism not shown"),  # outputs differ from the resident model
-    ({"ring_memory": _ring(1.0, 0.97)}, "mechanism not shown"),  # no gain from overlapping
-    ({"ring_memory": _ring(1.0, 1.05, every=0.0)}, "mechanism not shown"),  # within the repeats' noise
+    ({"ring_memory": _ring(1.0, *FASTER)}, "mechanism shown"),
+    ({"ring_memory": _ring(0.0, *FASTER)}, "contradicted"),  # outputs differ from the resident model
+    ({"ring_memory": _ring(1.0, [0.97] * 5, [1.0] * 5)}, "contradicted"),  # slower in every repeat
+    ({"ring_memory": _ring(1.0, [1.2, 0.9, 1.2, 0.9, 1.2], [1.0] * 5)}, "inconclusive"),  # within the noise
+    ({"ring_memory": _ring(1.0, [1.4] * 3, [1.0] * 3)}, "inconclusive"),  # faster, but 3 repeats: p = 1/8
+    ({"ring_memory": _ring(1.0, *FASTER, scale="smoke")}, "not run"),
     ({}, "not run"),
 ])
 def test_ring_claim_status_follows_the_measurement(records, status):
-    claim = next(c for c in yaml.safe_load(report.PAPER.read_text())["claims"] if c["id"] == "ring_memory")
-    assert report.claim_status(claim, records)[0] == status
+    claim = report.claim_status(_claim("ring_memory"), records)
+    assert claim.status == status and claim.kind == "paper" and claim.verified is True
+    if records and status != "not run":
+        ratios = report.paired_ratios(records["ring_memory"]["runs"][0]["train"]["settings"][0]["rows"])
+        assert claim.interval == (min(ratios), max(ratios)) and claim.interval[0] <= claim.effect <= claim.interval[1]
+
+
+def test_ring_evidence_names_the_paired_median_and_the_sign_test():
+    claim = report.claim_status(_claim("ring_memory"), {"ring_memory": _ring(1.0, *FASTER)})
+    assert claim.effect == pytest.approx(1.4)
+    assert "1.40x load-then-compute" in claim.evidence and "p = 0.031" in claim.evidence
 
 
 @pytest.mark.parametrize(("records", "status"), [
     ({"elastic": _elastic([2, 1, 2], 5e-7)}, "mechanism shown"),
-    ({"elastic": _elastic([2, 1, 2], 3e-2)}, "mechanism not shown"),  # the curve did not continue
-    ({"elastic": _elastic([2], 0.0)}, "mechanism not shown"),  # nobody left
+    ({"elastic": _elastic([2, 1, 2], 3e-2)}, "contradicted"),  # the curve did not continue
+    ({"elastic": _elastic([2], 0.0)}, "inconclusive"),  # nobody left: the scenario did not happen
+    ({"elastic": _elastic([1], 0.0, scale="smoke")}, "not run"),
+    ({}, "not run"),
 ])
 def test_elastic_claim_status_follows_the_measurement(records, status):
-    claim = next(c for c in yaml.safe_load(report.PAPER.read_text())["claims"] if c["id"] == "elastic_training")
-    assert report.claim_status(claim, records)[0] == status
+    claim = report.claim_status(_claim("elastic_training"), records)
+    assert claim.status == status
+    if status != "not run":
+        assert claim.effect == records["elastic"]["runs"][0]["train"]["max_abs_diff"]
+        assert "not tested" in claim.evidence  # the scope: what of the paper's 'elastic' is left out
 
 
 def test_deepspeed_claims_are_never_given_a_number():
-    paper = yaml.safe_load(report.PAPER.read_text())
-    for c in paper["claims"]:
+    records = {"ring_memory": _ring(1.0, *FASTER), "elastic": _elastic([2, 1, 2], 0.0)}
+    for c in CLAIMS:
         if "DeepSpeed" in c["text"]:
-            assert report.claim_status(c, {"ring_memory": _ring(1.0, 2.0)})[0] == "not testable here"
+            claim = report.claim_status(c, records)
+            assert claim.status == "not testable here" and claim.effect is None and claim.evidence == c["why"]
 
 
-def test_gpu_script_cpu_smoke(tmp_path):
-    out = tmp_path / "ring.json"
-    assert gpu_ring.main(["--device", "cpu", "--size", "tiny", "--out", str(out)]) == 0
-    record = json.loads(out.read_text())
+def test_an_unknown_status_rule_is_refused():
+    with pytest.raises(ValueError, match="no status rule"):
+        report.claim_status({**_claim("ring_memory"), "status_rule": "vibes"}, {})
+
+
+def test_page_from_records(tmp_path):
+    records = {("markov_tokens", "ring_memory"): _ring(1.0, *FASTER),
+               ("markov_tokens", "elastic"): _elastic([2, 1, 2], 5e-7)}
+    page = REPLICATION.report(PaperResults("moesys", tmp_path / "moesys", records))
+    statuses = [c.status for c in page.claims]
+    assert statuses == ["not testable here"] * 4 + ["mechanism shown", "mechanism shown"]
+    assert set(statuses) <= set(STATUSES)
+    tables = [b for b in page.blocks if isinstance(b, Table)]
+    assert len(tables) == 1 and [r[0] for r in tables[0].rows] == ["resident", "load_then_compute", "ring_k2"]
+    assert tables[0].rows[1][4] == f"{50 / 55:.2f}"  # measured / modelled
+    assert [f.name for f in page.figures()] == ["ring_throughput.png", "elastic_curve.png"]
+    for f in page.figures():
+        f.draw()  # the plots draw from the records alone
+    assert page.data["ring"]["ring_k2_paired_ratios"] == pytest.approx([1.4] * 5)
+    assert page.data["elastic"]["phases"] == [2, 1, 2]
+    assert page.data["claim_values"]["train_throughput"] == {"training_throughput_gain_vs_deepspeed": 0.33}
+    text = render_page("moesys", page)
+    assert text.startswith("# MoESys / SE-MoE") and "**not run** (no GPU" in text
+    # no records at all: the page still lists every claim, the measured ones 'not run'
+    empty = REPLICATION.report(PaperResults("moesys", tmp_path / "moesys", {}))
+    assert [c.status for c in empty.claims] == ["not testable here"] * 4 + ["not run", "not run"]
+    assert not empty.figures()
+
+
+def test_evaluate_reads_train_summary():
+    cfg = OmegaConf.create({"model": {"name": "ring_memory"}, "paper": {"protocol": {"ring": {"ks": [1, 2]}}}})
+    summary = _ring(1.0, [1.2, 1.6, 1.4], [1.0] * 3)["runs"][0]["train"]
+    m = REPLICATION.evaluate(run_of(cfg), {"kind": "ring_memory"}, None, 1, summary)
+    assert m["test_ring_k2_speedup_vs_load_then_compute"] == pytest.approx(1.4) and m["repeats"] == 3.0
+    assert m["ring_k2_faster_in_every_repeat"] == 1.0 and m["test_best_ring_fraction_of_resident"] == 0.7
+    assert not hasattr(REPLICATION, "_last")  # no per-run state on the module-level object
+
+
+def test_gpu_script_cpu_smoke_feeds_the_page(tmp_path):
+    out = tmp_path / "moesys" / "gpu"
+    assert gpu_ring.main(["--device", "cpu", "--size", "tiny", "--out-dir", str(out)]) == 0
+    record = json.loads((out / "ring_cpu.json").read_text())
     assert record["exact"] and record["environment"]["versions"]["torch"]
     assert [r["config"] for r in record["settings"][0]["rows"]] == ["resident", "load_then_compute", "ring_k2"]
+    page = REPLICATION.report(PaperResults("moesys", tmp_path / "moesys", {}))
+    text = render_page("moesys", page)
+    assert "`ring_cpu.json`: cpu" in text and "outputs bit-identical" in text and "no GPU" not in text
+    assert not any(isinstance(b, Figure) for b in page.blocks)

@@ -7,6 +7,7 @@ Two "models" under one synthetic dataset (markov_tokens, a planted chain):
   the summary the result file keeps; ``evaluate`` reads the headline figures from it.
 - elastic: ``train`` runs the leave/rejoin scenario under torchrun (elastic_run.py) and the uninterrupted
   reference; ``evaluate`` compares the two curves.
+``report()`` returns the page (claims, ring table, elastic run, plots) as data (replications/moesys/report.py).
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from replications.moesys.data import MarkovTokens
-from shared.replication import LogFn, Replication
-from shared.runner import result_path
+from shared.paper_report import PaperReport, PaperResults
+from shared.replication import LogFn, Replication, Run
 
 
 def _plain(node: Any) -> Any:
@@ -33,13 +34,14 @@ class MoESysReplication(Replication):
     name = "moesys"
     paper_file = Path(__file__).with_name("paper.yaml")
 
-    def load_data(self, cfg: DictConfig) -> MarkovTokens:
-        d = cfg.dataset
+    def load_data(self, run: Run) -> MarkovTokens:
+        d = run.cfg.dataset
         if d.name != "markov_tokens":
             raise ValueError(f"moesys has no loader for dataset '{d.name}'; valid: markov_tokens")
         return MarkovTokens(int(d.vocab), int(d.branching), int(d.chain_seed))
 
-    def build_model(self, cfg: DictConfig, data: MarkovTokens) -> dict[str, Any]:
+    def build_model(self, run: Run, data: MarkovTokens) -> dict[str, Any]:
+        cfg = run.cfg
         if cfg.device != "cpu" and cfg.model.name == "elastic":
             raise ValueError("the elastic scenario runs gloo on CPU processes; use device=cpu")
         if cfg.device != "cpu":
@@ -47,15 +49,14 @@ class MoESysReplication(Replication):
                              "`python -m replications.moesys.gpu_ring` (README: replications/moesys)")
         return {"kind": cfg.model.name}  # the models are built inside the measurement / the torchrun workers
 
-    def train(self, cfg: DictConfig, model: dict[str, Any], data: MarkovTokens, seed: int, log: LogFn) -> dict[str, Any]:
+    def train(self, run: Run, model: dict[str, Any], data: MarkovTokens, seed: int, log: LogFn) -> dict[str, Any]:
+        cfg = run.cfg
         torch.set_num_threads(int(cfg.paper.protocol.get("threads") or 1))
         if cfg.model.name == "ring_memory":
-            self._last = self._ring(cfg, data, seed)
-        elif cfg.model.name == "elastic":
-            self._last = self._elastic(cfg, data, seed, log)
-        else:
-            raise ValueError(f"moesys has no model '{cfg.model.name}'; valid: ring_memory, elastic")
-        return self._last  # evaluate reads its figures from this summary
+            return self._ring(cfg, data, seed)  # evaluate reads its figures from this summary
+        if cfg.model.name == "elastic":
+            return self._elastic(cfg, data, seed, log)
+        raise ValueError(f"moesys has no model '{cfg.model.name}'; valid: ring_memory, elastic")
 
     def _ring(self, cfg: DictConfig, data: MarkovTokens, seed: int) -> dict[str, Any]:
         from replications.moesys import ringbench
@@ -102,16 +103,17 @@ class MoESysReplication(Replication):
         out.update(params=params, chain_entropy=data.entropy, uniform_loss=math.log(data.vocab))
         return out
 
-    def evaluate(self, cfg: DictConfig, model: dict[str, Any], data: MarkovTokens) -> dict[str, float]:
-        s = self._last
-        if cfg.model.name == "ring_memory":
+    def evaluate(self, run: Run, model: dict[str, Any], data: MarkovTokens, seed: int,
+                 summary: dict[str, Any]) -> dict[str, float]:
+        from replications.moesys.report import paired_ratios
+
+        s = summary
+        if run.cfg.model.name == "ring_memory":
             head = s["settings"][0]["rows"]
             by = {(r["storage"], r["k"]): r for r in head}
-            ks = [k for k in cfg.paper.protocol.ring.ks if k > 1]
+            ks = [k for k in run.cfg.paper.protocol.ring.ks if k > 1]
             best = max(by["storage", k]["tokens_per_s"] for k in ks)
-            # paired by repeat: k = 1 and k = 2 ran next to each other in each repeat, so drift cancels
-            paired = [a / b for a, b in zip(by["storage", 1]["seconds_all"], by["storage", 2]["seconds_all"],
-                                            strict=True)]
+            paired = paired_ratios(head)
             out = {"test_exact_vs_resident": float(s["exact"]),
                    "test_ring_k2_speedup_vs_load_then_compute": statistics.median(paired),
                    "ring_k2_faster_in_every_repeat": float(all(x > 1 for x in paired)),
@@ -130,10 +132,10 @@ class MoESysReplication(Replication):
                 "test_final_loss": curve[-1]["loss"], "first_loss": curve[0]["loss"],
                 "chain_entropy": s["chain_entropy"], "uniform_loss": s["uniform_loss"]}
 
-    def after_replicate(self, cfg: DictConfig) -> None:
+    def report(self, results: PaperResults) -> PaperReport | None:
         from replications.moesys import report
 
-        report.main([str(result_path(cfg).parents[2])])
+        return report.build(results)
 
 
 REPLICATION = MoESysReplication()

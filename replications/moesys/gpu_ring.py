@@ -2,12 +2,13 @@
 stream while the compute stream runs the section before (the same ring as on CPU: ring.RingMemory).
 
     python -m replications.moesys.gpu_ring                       # one H200: ~3-5 min, writes the JSON below
-    python -m replications.moesys.gpu_ring --device cpu --size tiny --out /tmp/ring.json   # CPU smoke test
+    python -m replications.moesys.gpu_ring --device cpu --size tiny --out-dir /tmp/ring   # CPU smoke test
 
-Writes results/moesys/gpu/ring_<gpu>.json: per setting, fully resident vs load-then-compute (k = 1) vs ring
-k = 2..4, measured tokens/s (CUDA-synchronised wall time, median of the repeats) beside the modelled
-sum_i max(compute_i, load_i+k-1) from CUDA-event per-section times, the achieved host -> GPU bandwidth, and
-whether every ring output was bit-identical to the resident model's. No network, no extra packages.
+Writes <out-dir>/ring_<gpu>.json (default out-dir: outputs/results/moesys/gpu; to commit a measurement, pass
+--out-dir results/moesys/gpu, where the page's report() reads it): per setting, fully resident vs
+load-then-compute (k = 1) vs ring k = 2..4, measured tokens/s (CUDA-synchronised wall time, median of the
+repeats) beside the modelled sum_i max(compute_i, load_i+k-1) from CUDA-event per-section times, the achieved
+host -> GPU bandwidth, and whether every ring output was bit-identical to the resident model's. No network, no extra packages.
 NOT RUN in this repository yet (no GPU in the session that wrote it).
 """
 
@@ -22,7 +23,10 @@ import torch
 
 from replications.moesys import ringbench
 from shared.atomic import write_json_atomic
-from shared.runinfo import REPO_ROOT, environment
+from shared.paths import HAND_RUNS
+from shared.runinfo import environment
+
+OUT_DIR = HAND_RUNS / "moesys" / "gpu"  # a run by hand; the committed one goes to results/moesys/gpu
 
 SIZES = {
     # 8 blocks of d_model 2048 with 8 experts of hidden 4096: 0.60 GB per section in fp32 (4.8 GB in all, kept
@@ -40,7 +44,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", default="cuda", help="cuda (the measurement) or cpu (a smoke test of the script)")
     parser.add_argument("--size", default="h200", choices=sorted(SIZES))
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--out", type=Path, default=None, help="default: results/moesys/gpu/ring_<device name>.json")
+    parser.add_argument("--out-dir", type=Path, default=OUT_DIR,
+                        help=f"folder of ring_<device name>.json (default: {OUT_DIR})")
     args = parser.parse_args(argv)
     device = torch.device(args.device)
     if device.type == "cuda" and not torch.cuda.is_available():
@@ -60,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
               "pinned_host_memory": pinned, "params": p, "section_bytes": stores["host"][0].layout.stride,
               "wall_seconds": round(time.perf_counter() - t0, 1), "environment": environment(), **out}
     slug = "".join(ch if ch.isalnum() else "_" for ch in name.lower()).strip("_")
-    path = args.out or REPO_ROOT / "results" / "moesys" / "gpu" / f"ring_{slug}.json"
+    path = args.out_dir / f"ring_{slug}.json"
     write_json_atomic(path, record)
     for s in out["settings"]:
         print(f"batch {s['batch']} x {s['seq_len']}:")
