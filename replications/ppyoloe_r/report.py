@@ -81,7 +81,7 @@ def claims(ablation_data: dict[str, Any], scale: str) -> list[Claim]:
             out.append(Claim(**base, status=NOT_RUN, evidence=f"no complete {c['alternative']} and {BASE} records "
                                                               "with 2 or more common seeds"))
             continue
-        evidence = (f"{c['tested_as']}; measured {diff['mean']:+.2f} mAP [{diff['low']:+.2f}, {diff['high']:+.2f}] "
+        evidence = (f"{c['tested_as']}: {diff['mean']:+.2f} mAP [{diff['low']:+.2f}, {diff['high']:+.2f}] "
                     f"(95% interval over {len(diff['seeds'])} paired seeds)")
         gain = (c.get("values") or {}).get("gain_map")
         if gain is not None:
