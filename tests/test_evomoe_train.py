@@ -1,5 +1,6 @@
 """EvoMoE's training protocol on a tiny synthetic stream: the phases happen when configured, expert
-diversification copies expert 0, the same seed gives the same numbers; and one smoke run on the mirror."""
+diversification copies expert 0, the same seed gives the same numbers, evaluate reads train's summary; and one
+smoke run on the mirror whose records build the page."""
 
 from __future__ import annotations
 
@@ -8,12 +9,13 @@ import json
 import pytest
 import torch
 
-from replications.evomoe import REPLICATION, report
+from replications.evomoe import REPLICATION
 from replications.evomoe.train import diversify, fit
 from replications.moe.wikitext import Corpus
-from shared.runner import run
+from shared.runner import is_legacy, run
 from shared.seeding import seed_everything
 from tests.conftest import compose_cfg, needs_mirror
+from tests.runs import run_of
 
 TINY = ["paper=evomoe", "dataset=wikitext2", "scale=smoke", "tracker=none", "paper.protocol.steps=20",
         "scale.max_epochs=null", "paper.protocol.batch_size=4", "paper.protocol.seq_len=8",
@@ -32,7 +34,7 @@ def train_tiny(model_choice: str, seed: int = 1, **over):
     cfg = compose_cfg(*TINY, f"model={model_choice}", "model.ffn_hidden=32", *[f"{k}={v}" for k, v in over.items()])
     data = tiny_corpus()
     seed_everything(seed)
-    model = REPLICATION.build_model(cfg, data)
+    model = REPLICATION.build_model(run_of(cfg), data)
     return fit(cfg, model, data.train, data.valid, seed, lambda m, s: None), model
 
 
@@ -72,21 +74,44 @@ def test_dense_and_every_baseline_train():
         assert all(torch.isfinite(torch.tensor(nll))) and nll[-1] < nll[0], choice
 
 
+def test_evaluate_reads_trains_summary_and_keeps_no_state():
+    cfg = compose_cfg(*TINY, "model=evomoe_switch", "model.ffn_hidden=32", "paper.protocol.steps=3")
+    data, spec = tiny_corpus(), run_of(cfg)
+    assert not is_legacy(REPLICATION)
+    model = REPLICATION.build_model(spec, data)
+    summary = REPLICATION.train(spec, model, data, 1, lambda m, s: None)
+    assert vars(REPLICATION) == {}  # nothing of the run on the module-level object
+    faked = {**summary, "train_tokens_per_s": 123.0, "mean_active_experts": 0.5}
+    metrics = REPLICATION.evaluate(spec, model, data, 1, faked)
+    assert metrics["train_tokens_per_s"] == 123.0 and metrics["mean_active_experts"] == 0.5
+    assert 1 < metrics["test_ppl"] < 1000 and "steps_to_target" not in metrics
+
+
 @pytest.mark.slow
 @needs_mirror
-def test_smoke_run_on_the_mirror_writes_results_and_the_table(tmp_path, fresh_cache):
+def test_smoke_run_on_the_mirror_writes_results_and_the_page(tmp_path, fresh_cache):
+    from shared.paper_report import load_paper_results
+    from shared.report_paper import write_paper
+
     cfg = compose_cfg("paper=evomoe", "dataset=wikitext2", "model=evomoe/wikitext2", "scale=smoke",
                       "tracker=none", "scale.max_epochs=10", f"results_dir={tmp_path}")
     record = run(cfg, REPLICATION)
     assert record["complete"] and set(record["aggregate"]) >= {"valid_ppl", "test_ppl", "mean_active_experts"}
     assert 1 < record["aggregate"]["test_ppl"]["mean"] < 33278  # learnt something: below a uniform guess
     assert json.loads((tmp_path / "evomoe" / "wikitext2" / "evomoe.json").read_text())["runs"][0]["train"]["curve"]
-    assert report.main([str(tmp_path)]) == 0
+    page = REPLICATION.report(load_paper_results(tmp_path, "evomoe"))
+    assert [c.status for c in page.claims] == ["not run", "not run"]  # no baseline record beside EvoMoE's
+    write_paper(tmp_path / "evomoe", "evomoe", page)
     assert (tmp_path / "evomoe" / "wikitext2_curves.png").stat().st_size > 0
+    assert "| evomoe |" in (tmp_path / "evomoe" / "README.md").read_text()
 
 
-def test_merge_seeds_recomputes_the_aggregate(tmp_path):
-    from replications.evomoe.merge_seeds import merge
+def test_per_seed_jobs_merge_into_one_record(tmp_path):
+    # Seeds run as separate processes are combined by shared.merge with EvoMoE's paper file.
+    from shared.merge import merge_records
+
+    def merge(paths):
+        return merge_records([json.loads(p.read_text()) for p in paths], REPLICATION.paper_file, [str(p) for p in paths])
 
     def record(seed: int, ppl: float) -> dict:
         return {"paper": "evomoe", "dataset": "wikitext2", "model": "switch", "scale": "full", "complete": True,
@@ -115,10 +140,10 @@ def test_bf16_autocast_and_device_plumbing_run_on_cpu():
     assert next(model.parameters()).dtype == torch.float32  # fp32 master weights
     cfg = compose_cfg(*TINY, "model=evomoe_switch", "device=mps")
     with pytest.raises(ValueError, match="cpu or cuda"):
-        REPLICATION.build_model(cfg, tiny_corpus())
+        REPLICATION.build_model(run_of(cfg), tiny_corpus())
     if not torch.cuda.is_available():
         with pytest.raises(ValueError, match="no GPU"):
-            REPLICATION.build_model(compose_cfg(*TINY, "model=evomoe_switch", "device=cuda"), tiny_corpus())
+            REPLICATION.build_model(run_of(compose_cfg(*TINY, "model=evomoe_switch", "device=cuda")), tiny_corpus())
 
 
 def test_gpu_protocol_config_composes():

@@ -1,4 +1,9 @@
-"""EvoMoE (Nie et al., arXiv 2112.14397): dense-to-sparse gate vs Switch/GShard/Hash/BASE/dense on WikiText-2."""
+"""EvoMoE (Nie et al., arXiv 2112.14397): dense-to-sparse gate vs Switch/GShard/Hash/BASE/dense on WikiText-2.
+
+train = replications/evomoe/train.py's fit (its summary carries the curve, tokens/s and active experts that
+evaluate reports); report() returns the comparison table, the claim checks and the curves as data
+(replications/evomoe/report.py).
+"""
 
 from __future__ import annotations
 
@@ -6,31 +11,31 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import OmegaConf
 
 from replications.evomoe.train import fit
 from replications.moe import wikitext as wdata
 from replications.moe.lm import GPT
 from replications.moe.lmtrain import perplexity
-from shared.replication import LogFn, Replication
-from shared.runner import result_path
+from shared.paper_report import PaperReport, PaperResults
+from shared.replication import LogFn, Replication, Run
 
 
 class EvoMoEReplication(Replication):
     name = "evomoe"
     paper_file = Path(__file__).with_name("paper.yaml")
 
-    def load_data(self, cfg: DictConfig) -> wdata.Corpus:
-        return wdata.load_for(cfg.dataset.name, self.name)
+    def load_data(self, run: Run) -> wdata.Corpus:
+        return wdata.load_for(run.dataset, self.name)
 
-    def build_model(self, cfg: DictConfig, data: wdata.Corpus) -> GPT:
-        p, m = cfg.paper.protocol, cfg.model
+    def build_model(self, run: Run, data: wdata.Corpus) -> GPT:
+        p, m = run.cfg.paper.protocol, run.cfg.model
         options = OmegaConf.to_container(m.gate_options, resolve=True) if m.get("gate_options") else {}
         if m.gate == "hash":
             options = {"vocab_size": len(data.vocab), **options}
-        device = torch.device(cfg.device)
+        device = torch.device(run.device)
         if device.type not in ("cpu", "cuda"):
-            raise ValueError(f"evomoe runs on cpu or cuda, got device={cfg.device}")
+            raise ValueError(f"evomoe runs on cpu or cuda, got device={run.device}")
         if device.type == "cuda" and not torch.cuda.is_available():
             raise ValueError("device=cuda but torch sees no GPU")
         model = GPT(len(data.vocab), p.d_model, p.heads, p.layers, p.seq_len, m.ffn_hidden,
@@ -38,30 +43,28 @@ class EvoMoEReplication(Replication):
                     list(p.cutoffs), p.div_value, p.dropout)
         return model.to(device)
 
-    def train(self, cfg: DictConfig, model: GPT, data: wdata.Corpus, seed: int, log: LogFn) -> dict[str, Any]:
-        threads = cfg.paper.protocol.get("threads")
+    def train(self, run: Run, model: GPT, data: wdata.Corpus, seed: int, log: LogFn) -> dict[str, Any]:
+        threads = run.cfg.paper.protocol.get("threads")
         if threads:
             torch.set_num_threads(int(threads))
-        self._summary = fit(cfg, model, data.train, data.valid, seed, log)
-        return self._summary
+        return fit(run.cfg, model, data.train, data.valid, seed, log)
 
-    def evaluate(self, cfg: DictConfig, model: GPT, data: wdata.Corpus) -> dict[str, float]:
-        p = cfg.paper.protocol
-        limit = p.smoke_eval_tokens if cfg.scale.name == "smoke" else None
+    def evaluate(self, run: Run, model: GPT, data: wdata.Corpus, seed: int, summary: dict[str, Any]) -> dict[str, float]:
+        p = run.cfg.paper.protocol
+        limit = p.smoke_eval_tokens if run.cfg.scale.name == "smoke" else None
         precision = p.get("precision", "fp32")
         out = {"valid_ppl": perplexity(model, data.valid, p.seq_len, max_tokens=limit, precision=precision),
                "test_ppl": perplexity(model, data.test, p.seq_len, max_tokens=limit, precision=precision),
-               "train_tokens_per_s": self._summary["train_tokens_per_s"],
-               "mean_active_experts": self._summary["mean_active_experts"]}
+               "train_tokens_per_s": summary["train_tokens_per_s"],
+               "mean_active_experts": summary["mean_active_experts"]}
         if p.get("target_valid_ppl") is not None:
-            out["steps_to_target"] = self._summary["steps_to_target"]
+            out["steps_to_target"] = summary["steps_to_target"]
         return out
 
-    def after_replicate(self, cfg: DictConfig) -> None:
-        """Called by `python -m replications.replicate evomoe`: the table, claim check and curves."""
-        from replications.evomoe import report  # lazy: keeps `python -m replications.evomoe.report` warning-free
+    def report(self, results: PaperResults) -> PaperReport | None:
+        from replications.evomoe import report  # lazy: matplotlib and scipy only when a page is built
 
-        report.main([str(result_path(cfg).parents[2])])
+        return report.build(results)
 
 
 REPLICATION = EvoMoEReplication()

@@ -1,34 +1,34 @@
-"""``python -m replications.evomoe.report [results_dir]``: the comparison table, the claim check and the curves.
+"""EvoMoE's page as data (``build``): the comparison table, the claim checks and the curves.
 
-Reads results/evomoe/wikitext2/<model>.json (written by the runner) and writes, next to them,
-results/evomoe/wikitext2_table.md, wikitext2_claim.json and wikitext2_curves.png. The claim check uses
-per-seed paired differences (same seed = same data order) of test perplexity, baseline minus EvoMoE,
-with a 95% Student-t interval: "agrees" if the whole interval is > 0, "contradicts" if < 0, else
-"inconclusive".
+The v2 abstract's claim (EvoMoE outperforms Switch, BASE, Hash) is judged on per-seed paired differences
+(same seed = same data order) of test perplexity, baseline minus EvoMoE, with a 95% Student-t interval
+(shared.verdict.direction_status: supported above 0, contradicted at or below 0); the v1 abstract's speed
+claim on the steps to Switch's final validation perplexity (speedup.py), by its sign in every seed. Both are
+`not testable here` while every model is still worse than a count-based bigram of the same tokens (ngram.py).
 """
 
 from __future__ import annotations
 
 import math
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import yaml
 from scipy import stats
 
-from shared.atomic import save_figure_atomic, write_json_atomic, write_text_atomic
-from shared.report_data import complete_records
+from replications.evomoe import speedup
+from shared.paper_report import Claim, Figure, PaperReport, PaperResults, Table
+from shared.verdict import CONTRADICTED, INCONCLUSIVE, NOT_RUN, NOT_TESTABLE, SUPPORTED, direction_status, sign_status
 
-ROOT = Path(__file__).resolve().parents[2] / "results"
+PAPER = Path(__file__).with_name("paper.yaml")
+DATASET = "wikitext2"
 ORDER = ["evomoe", "dense", "switch", "gshard", "hash", "base"]
 CLAIM_BASELINES = ["switch", "base", "hash"]  # StableMoE is named by the paper but not implemented here
-CLAIM = ("EvoMoE outperforms existing baselines, including Switch, BASE Layer, Hash Layer and StableMoE "
-         "(arXiv 2112.14397 v2 abstract; qualitative, no numbers)")
-
-
-def load(folder: Path) -> dict[str, dict[str, Any]]:
-    return complete_records(folder, ORDER)
+REGIME = "the paper's regime (GPT-MoE on OpenWebText)"
+Floor = Callable[[dict[str, dict[str, Any]]], dict[str, float] | None]
 
 
 def per_seed(record: dict[str, Any], metric: str) -> dict[int, float]:
@@ -44,8 +44,9 @@ def interval(values: list[float]) -> tuple[float, float, float]:
     return mean, mean - half, mean + half
 
 
-def claim_check(records: dict[str, dict[str, Any]], metric: str = "test_ppl") -> list[dict[str, Any]]:
-    rows = []
+def paired_checks(records: dict[str, dict[str, Any]], metric: str = "test_ppl") -> list[dict[str, Any]]:
+    """Per baseline (the claim's first): baseline minus EvoMoE by seed, its mean, 95% CI and direction status."""
+    rows: list[dict[str, Any]] = []
     if "evomoe" not in records:
         return rows
     evo = per_seed(records["evomoe"], metric)
@@ -54,12 +55,18 @@ def claim_check(records: dict[str, dict[str, Any]], metric: str = "test_ppl") ->
             continue
         other = per_seed(records[base], metric)
         seeds = sorted(set(evo) & set(other))
-        diffs = [other[s] - evo[s] for s in seeds]
-        mean, lo, hi = interval(diffs)
-        verdict = "agrees" if lo > 0 else "contradicts" if hi < 0 else "inconclusive"
+        mean, lo, hi = interval([other[s] - evo[s] for s in seeds])
         rows.append({"baseline": base, "in_claim": base in CLAIM_BASELINES, "metric": metric, "seeds": seeds,
-                     "baseline_minus_evomoe": mean, "ci95": [lo, hi], "verdict": verdict})
+                     "baseline_minus_evomoe": mean, "ci95": [lo, hi], "status": direction_status(lo, hi)})
     return rows
+
+
+def overall(checks: list[dict[str, Any]]) -> str:
+    """The claim over its named baselines: supported only against every one, contradicted against any one."""
+    statuses = {c["status"] for c in checks if c["in_claim"]}
+    if not statuses:
+        return NOT_RUN
+    return SUPPORTED if statuses == {SUPPORTED} else CONTRADICTED if CONTRADICTED in statuses else INCONCLUSIVE
 
 
 def bigram_floor(records: dict[str, dict[str, Any]]) -> dict[str, float] | None:
@@ -85,60 +92,105 @@ def bigram_floor(records: dict[str, dict[str, Any]]) -> dict[str, float] | None:
 
 
 def testable(records: dict[str, dict[str, Any]], bigram: dict[str, float] | None) -> bool:
-    """False while no model beats the bigram on test perplexity (then the claim is not testable here)."""
+    """False while no model beats the bigram on test perplexity (then the claims are not testable here)."""
     if bigram is None:
         return True
     return min(r["aggregate"]["test_ppl"]["mean"] for r in records.values()) < bigram["test_ppl"]
 
 
-def table(records: dict[str, dict[str, Any]], claims: list[dict[str, Any]],
-          bigram: dict[str, float] | None = None) -> str:
-    lines = ["# EvoMoE vs Switch / GShard / Hash / BASE / dense on WikiText-2 (small GPT, CPU)", "",
-             f"Claim under test: {CLAIM}.", "",
-             "| model | valid PPL (mean ± std) [95% CI] | test PPL (mean ± std) [95% CI] | train tokens/s | "
-             "mean active experts / token | seeds | wall time |",
-             "|---|---|---|---|---|---|---|"]
-    for name, r in records.items():
-        agg = r["aggregate"]
-        cells = []
-        for metric in ("valid_ppl", "test_ppl"):
-            a = agg[metric]
-            cells.append(f"{a['mean']:.1f} ± {a['std']:.1f} [{a['ci95_low']:.1f}, {a['ci95_high']:.1f}]")
-        lines.append(f"| {name} | {cells[0]} | {cells[1]} | {agg['train_tokens_per_s']['mean']:.0f} | "
-                     f"{agg['mean_active_experts']['mean']:.2f} | {agg['test_ppl']['n']} | "
-                     f"{r['wall_seconds'] / 60:.1f} min |")
+def _scale(records: dict[str, dict[str, Any]]) -> str:
+    p = next(iter(records.values()))["config"]["paper"]["protocol"]
+    return (f"a {p['layers']}-layer d{p['d_model']} GPT, {p['steps']} steps of {p['batch_size']} x {p['seq_len']} "
+            f"tokens on WikiText-2")
+
+
+def _floor_words(bigram: dict[str, float], what: str) -> str:
+    return (f"every model is still worse than a count-based bigram of the same tokens (test PPL "
+            f"{bigram['test_ppl']:.1f}), so {what} says nothing about {REGIME}")
+
+
+def outperform_claim(entry: dict[str, Any], checks: list[dict[str, Any]], records: dict[str, dict[str, Any]],
+                     bigram: dict[str, float] | None) -> Claim:
+    base = {"text": entry["text"], "source": entry["source"], "verified": entry["verified"],
+            "kind": entry.get("kind", "paper")}
+    named = [c for c in checks if c["in_claim"]]
+    if not named:
+        return Claim(**base, status=NOT_RUN, evidence="no EvoMoE record paired with a named baseline")
+    ordering = overall(checks)
+    measured = "; ".join(f"{c['baseline']}: {c['status']}, {c['baseline_minus_evomoe']:.1f} "
+                         f"[{c['ci95'][0]:.1f}, {c['ci95'][1]:.1f}]" for c in named)
+    evidence = (f"{entry['tested_as']}; test PPL of baseline minus EvoMoE, paired by seed, mean [95% CI]: {measured}; "
+                f"measured ordering: {ordering}")
+    if not testable(records, bigram):
+        return Claim(**base, status=NOT_TESTABLE, evidence=f"{evidence}; {_floor_words(bigram, 'the ordering')}",
+                     unit="test PPL")
+    return Claim(**base, status=ordering, evidence=evidence, unit="test PPL", scale=f"at this small scale: {_scale(records)}")
+
+
+def speed_claim(entry: dict[str, Any], records: dict[str, dict[str, Any]], bigram: dict[str, float] | None) -> Claim:
+    base = {"text": entry["text"], "source": entry["source"], "verified": entry["verified"], "kind": entry["kind"]}
+    if "evomoe" not in records or "switch" not in records:
+        return Claim(**base, status=NOT_RUN, evidence=f"no EvoMoE and Switch records ({entry['measured_by']})")
+    target, table = speedup.rows(records)
+    evo = next(r for r in table if r["model"] == "evomoe")
+    seeds = speedup.per_seed(records["evomoe"], records["switch"])
+    effects = [(s if s is not None else 0.0) - 1 for s in seeds.values()]  # not reached = slower than Switch
+    mean_curve = f"{evo['speedup']:.2f}x" if evo["speedup"] else "not reached"
+    evidence = (f"Switch's steps / EvoMoE's steps to Switch's final validation PPL (curve subset, {target:.1f}) on "
+                f"this protocol: {mean_curve} on the mean curves; per seed: "
+                + ", ".join(f"{s} {f'{v:.2f}x' if v is not None else 'not reached'}" for s, v in seeds.items()))
+    effect = {"effect": evo["speedup"], "unit": "x (Switch steps / EvoMoE steps)"}
+    reached = [v for v in seeds.values() if v is not None]
+    if reached and len(reached) == len(seeds):
+        effect["interval"] = (min(reached), max(reached))
+    if not testable(records, bigram):
+        return Claim(**base, status=NOT_TESTABLE, **effect,
+                     evidence=f"{evidence}; {_floor_words(bigram, 'this comparison')}; its measure at a larger "
+                              f"scale ({entry['measured_by']}) is not yet run")
+    return Claim(**base, status=sign_status(effects), evidence=evidence, **effect,
+                 scale=f"direction only, at this scale: {_scale(records)}")
+
+
+def claim_check(checks: list[dict[str, Any]], records: dict[str, dict[str, Any]],
+                bigram: dict[str, float] | None) -> list[Claim]:
+    paper = yaml.safe_load(PAPER.read_text())
+    return [outperform_claim(paper["claim"], checks, records, bigram),
+            *(speed_claim(entry, records, bigram) for entry in paper["claims"])]
+
+
+def _ci(a: dict[str, float]) -> str:
+    return f"{a['mean']:.1f} ± {a['std']:.1f} [{a['ci95_low']:.1f}, {a['ci95_high']:.1f}]"
+
+
+def model_table(records: dict[str, dict[str, Any]], bigram: dict[str, float] | None) -> Table:
+    header = ["model", "valid PPL (mean ± std) [95% CI]", "test PPL (mean ± std) [95% CI]", "train tokens/s",
+              "mean active experts / token", "seeds", "wall time"]
+    rows = [[name, _ci(r["aggregate"]["valid_ppl"]), _ci(r["aggregate"]["test_ppl"]),
+             f"{r['aggregate']['train_tokens_per_s']['mean']:.0f}", f"{r['aggregate']['mean_active_experts']['mean']:.2f}",
+             r["aggregate"]["test_ppl"]["n"], f"{r['wall_seconds'] / 60:.1f} min"] for name, r in records.items()]
     if bigram is not None:
-        lines.append(f"| bigram (Kneser-Ney counts of the same training tokens; replications/evomoe/ngram.py) | "
-                     f"{bigram['valid_ppl']:.1f} | {bigram['test_ppl']:.1f} (full train set: "
-                     f"{bigram['test_ppl_full_train']:.1f}) | - | - | - | - |")
-    lines += ["", "Paired by seed, test PPL of the baseline minus EvoMoE's (positive = EvoMoE better):", "",
-              "| baseline | named in the claim | difference (mean) | 95% CI | verdict |", "|---|---|---|---|---|"]
-    for c in claims:
-        lines.append(f"| {c['baseline']} | {'yes' if c['in_claim'] else 'no'} | {c['baseline_minus_evomoe']:.1f} | "
-                     f"[{c['ci95'][0]:.1f}, {c['ci95'][1]:.1f}] | {c['verdict']} |")
-    named = [c for c in claims if c["in_claim"]]
-    if named:
-        verdicts = {c["verdict"] for c in named}
-        overall = ("agrees" if verdicts == {"agrees"} else "contradicted" if "contradicts" in verdicts
-                   else "inconclusive")
-        lines += ["", f"Measured ordering vs the claim: {overall} "
-                  f"({', '.join(c['baseline'] + ': ' + c['verdict'] for c in named)}; StableMoE not run)."]
-        if testable(records, bigram):
-            lines.append(f"Verdict: **{overall}** at this small scale.")
-        else:
-            lines.append(f"Verdict: **not testable at this scale**: every model is still worse than a count-based "
-                         f"bigram of the same tokens (test PPL {bigram['test_ppl']:.1f}), so the ordering above "
-                         "says nothing about the paper's regime (GPT-MoE on OpenWebText).")
-    any_r = next(iter(records.values()), None)
-    if any_r:
-        hw = any_r["environment"]["hardware"]
-        lines += ["", f"Hardware: {hw['cpu']}, {hw['torch_threads']} torch thread(s) per run, shared machine. "
-                  "Tokens/s counts training steps only (EvoMoE's soft phase runs several experts per token; see "
-                  "active experts). Curves: results/evomoe/wikitext2_curves.png."]
-    return "\n".join(lines) + "\n"
+        rows.append(["bigram (Kneser-Ney counts of the same training tokens; replications/evomoe/ngram.py)",
+                     f"{bigram['valid_ppl']:.1f}",
+                     f"{bigram['test_ppl']:.1f} (full train set: {bigram['test_ppl_full_train']:.1f})", "-", "-", "-", "-"])
+    return Table(header, rows)
 
 
-def plot(records: dict[str, dict[str, Any]], out: Path) -> None:
+def paired_table(checks: list[dict[str, Any]]) -> Table:
+    return Table(["baseline", "named in the claim", "difference (mean)", "95% CI", "status"],
+                 [[c["baseline"], "yes" if c["in_claim"] else "no", f"{c['baseline_minus_evomoe']:.1f}",
+                   f"[{c['ci95'][0]:.1f}, {c['ci95'][1]:.1f}]", c["status"]] for c in checks])
+
+
+def speedup_table(target: float, table: list[dict[str, Any]]) -> Table:
+    return Table(["model", "final valid PPL (subset)", "steps to target", "speed-up vs switch", "mean active experts"],
+                 [[r["model"], f"{r['final_valid_ppl_subset']:.1f}", r["steps_to_target"] or "-",
+                   f"{r['speedup']:.2f}x" if r["speedup"] else "not reached", f"{r['mean_active_experts']:.2f}"]
+                  for r in table],
+                 note=f"Target: switch's final validation PPL (curve subset, mean over seeds) = {target:.1f}. Equal steps "
+                      "cost different FLOPs (EvoMoE's dense phase runs every expert; see active experts).")
+
+
+def plot(records: dict[str, dict[str, Any]]) -> Any:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -158,26 +210,39 @@ def plot(records: dict[str, dict[str, Any]], out: Path) -> None:
             title="Active experts over training")
     ax1.legend()
     fig.tight_layout()
-    save_figure_atomic(fig, out, dpi=120)
+    return fig
 
 
-def main(argv: list[str]) -> int:
-    root = Path(argv[0]) if argv else ROOT
-    folder = root / "evomoe" / "wikitext2"
-    records = load(folder)
+def build(results: PaperResults, floor: Floor = bigram_floor) -> PaperReport | None:
+    """The page from the WikiText-2 records (None without any); ``floor`` gives the bigram's perplexities."""
+    found = results.models(DATASET)
+    records = {m: found[m] for m in ORDER if m in found}
     if not records:
-        print(f"no complete evomoe results under {folder}", file=sys.stderr)
-        return 1
-    claims = claim_check(records)
-    bigram = bigram_floor(records)
-    write_text_atomic(root / "evomoe" / "wikitext2_table.md", table(records, claims, bigram))
-    write_json_atomic(root / "evomoe" / "wikitext2_claim.json",
-                      {"claim": CLAIM, "checks": claims, "bigram": bigram,
-                       "verdict_scope": "testable" if testable(records, bigram) else "not testable at this scale"})
-    plot(records, root / "evomoe" / "wikitext2_curves.png")
-    print((root / "evomoe" / "wikitext2_table.md").read_text())
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+        return None
+    checks = paired_checks(records)
+    bigram = floor(records)
+    claims = claim_check(checks, records, bigram)
+    hw = next(iter(records.values()))["environment"]["hardware"]
+    blocks: list[Any] = ["# EvoMoE vs Switch / GShard / Hash / BASE / dense on WikiText-2 "
+                         f"(small GPT, {'GPU' if hw.get('gpu') else 'CPU'})",
+                         f"Claim under test: {yaml.safe_load(PAPER.read_text())['claim']['text']} (arXiv 2112.14397 v2 "
+                         "abstract; qualitative, no numbers).",
+                         model_table(records, bigram),
+                         "Paired by seed, test PPL of the baseline minus EvoMoE's (positive = EvoMoE better):",
+                         paired_table(checks)]
+    named = [c for c in checks if c["in_claim"]]
+    if named:
+        blocks.append(f"Measured ordering vs the claim: {overall(checks)} "
+                      f"({', '.join(c['baseline'] + ': ' + c['status'] for c in named)}; StableMoE not run).")
+    steps = speedup.rows(records)
+    if steps is not None:
+        blocks += ["## Steps to Switch's final validation perplexity (the v1 abstract's metric; speedup.py)",
+                   speedup_table(*steps)]
+    gpu = f"{hw['gpu']}, " if hw.get("gpu") else ""
+    blocks += [f"Hardware: {gpu}{hw['cpu']}, {hw['torch_threads']} torch thread(s) per run, shared machine. Tokens/s counts "
+               "training steps only (EvoMoE's soft phase runs several experts per token; see active experts).",
+               Figure("wikitext2_curves.png", draw=lambda: plot(records), caption="validation PPL and active experts",
+                      dpi=120)]
+    data = {"checks": checks, "bigram": bigram, "testable": testable(records, bigram),
+            "steps_to_switch": None if steps is None else {"target": steps[0], "rows": steps[1]}}
+    return PaperReport(blocks=blocks, claims=claims, data=data)

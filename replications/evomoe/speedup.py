@@ -1,24 +1,26 @@
-"""``python -m replications.evomoe.speedup RESULTS/evomoe/wikitext2``: EvoMoE v1's abstract metric.
+"""EvoMoE v1's abstract metric as data: steps to Switch's final validation perplexity (``rows``, ``per_seed``).
 
 "The DTS gate reaches Switch's validation perplexity 2.0x faster": for every model, the first curve point
 (optimiser step) whose validation perplexity (curve subset, mean over seeds) is at or below Switch's final
-one, and Switch's steps divided by it. Prints a markdown table. Equal steps cost different FLOPs (EvoMoE's
-dense phase runs every expert); the active-expert column says how many ran per token.
+one, and Switch's steps divided by it. Equal steps cost different FLOPs (EvoMoE's dense phase runs every
+expert); the active-expert column says how many ran per token.
 """
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from replications.evomoe.report import ORDER, load
+
+def curve(run: dict[str, Any]) -> tuple[list[int], np.ndarray]:
+    points = run["train"]["curve"]
+    return [p["step"] for p in points], np.array([p["valid_ppl_subset"] for p in points], dtype=float)
 
 
-def mean_curve(record: dict) -> tuple[list[int], np.ndarray]:
-    curves = [run["train"]["curve"] for run in record["runs"]]
-    return [p["step"] for p in curves[0]], np.mean([[p["valid_ppl_subset"] for p in c] for c in curves], axis=0)
+def mean_curve(record: dict[str, Any]) -> tuple[list[int], np.ndarray]:
+    curves = [curve(run) for run in record["runs"]]
+    return curves[0][0], np.mean([ppl for _, ppl in curves], axis=0)
 
 
 def first_reaching(steps: list[int], ppl: np.ndarray, target: float) -> int | None:
@@ -26,31 +28,34 @@ def first_reaching(steps: list[int], ppl: np.ndarray, target: float) -> int | No
     return int(steps[hit[0]]) if hit.size else None
 
 
-def table(records: dict[str, dict], reference: str = "switch") -> str:
+def rows(records: dict[str, dict[str, Any]], reference: str = "switch") -> tuple[float, list[dict[str, Any]]] | None:
+    """(the target: ``reference``'s final mean-curve PPL, one row per model with its steps to it and the speed-up
+    ``reference``'s steps / its steps, None where never reached); None without a ``reference`` record."""
     if reference not in records:
-        raise SystemExit(f"no complete {reference} result: nothing to measure against")
+        return None
     ref_steps, ref_ppl = mean_curve(records[reference])
     target = float(ref_ppl[-1])
     ref_at = first_reaching(ref_steps, ref_ppl, target)
-    lines = [f"Target: {reference}'s final validation PPL (curve subset) = {target:.1f}", "",
-             "| model | final valid PPL (subset) | steps to target | speed-up vs " + reference +
-             " | mean active experts |", "|---|---|---|---|---|"]
-    for name in [n for n in ORDER if n in records]:
-        steps, ppl = mean_curve(records[name])
+    out = []
+    for name, record in records.items():
+        steps, ppl = mean_curve(record)
         at = first_reaching(steps, ppl, target)
-        active = records[name]["aggregate"]["mean_active_experts"]["mean"]
-        speed = f"{ref_at / at:.2f}x" if at else "not reached"
-        lines.append(f"| {name} | {ppl[-1]:.1f} | {at if at else '-'} | {speed} | {active:.2f} |")
-    return "\n".join(lines) + "\n"
+        out.append({"model": name, "final_valid_ppl_subset": float(ppl[-1]), "steps_to_target": at,
+                    "speedup": ref_at / at if at else None,
+                    "mean_active_experts": record["aggregate"]["mean_active_experts"]["mean"]})
+    return target, out
 
 
-def main(argv: list[str]) -> int:
-    if not argv:
-        print(__doc__, file=sys.stderr)
-        return 2
-    print(table(load(Path(argv[0]))))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+def per_seed(model: dict[str, Any], reference: dict[str, Any]) -> dict[int, float | None]:
+    """Paired by seed: the reference's steps to its own final PPL / the model's steps to it (None: not reached
+    within the run, i.e. slower than the reference, which reached it at or before the last step)."""
+    refs = {run["seed"]: curve(run) for run in reference["runs"]}
+    out: dict[int, float | None] = {}
+    for run in model["runs"]:
+        if run["seed"] not in refs:
+            continue
+        ref_steps, ref_ppl = refs[run["seed"]]
+        ref_at = first_reaching(ref_steps, ref_ppl, float(ref_ppl[-1]))
+        at = first_reaching(*curve(run), float(ref_ppl[-1]))
+        out[run["seed"]] = ref_at / at if at else None
+    return out
