@@ -12,6 +12,7 @@ from hydra import compose, initialize_config_dir
 from replications.gaga import REPLICATION
 from replications.gaga.data import FraudGraph, symmetric_binary
 from shared.seeding import seed_everything
+from tests.runs import run_of
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -51,12 +52,12 @@ def planted_graph(n: int = 600, seed: int = 0) -> FraudGraph:
 
 
 def run_model(model: str, graph: FraudGraph, epochs: int = 60) -> dict[str, float]:
-    cfg = cfg_for(model, f"scale.max_epochs={epochs}", "scale.patience=20")
-    data = REPLICATION.prepare(cfg, graph)
+    run = run_of(cfg_for(model, f"scale.max_epochs={epochs}", "scale.patience=20"))
+    data = REPLICATION.prepare(run, graph)
     seed_everything(0)
-    net = REPLICATION.build_model(cfg, data)
-    REPLICATION.train(cfg, net, data, 0, lambda m, s: None)
-    return REPLICATION.evaluate(cfg, net, data)
+    net = REPLICATION.build_model(run, data)
+    summary = REPLICATION.train(run, net, data, 0, lambda m, s: None)
+    return REPLICATION.evaluate(run, net, data, 0, summary)
 
 
 @pytest.mark.slow

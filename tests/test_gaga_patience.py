@@ -16,6 +16,7 @@ from torch import nn
 from replications.gaga import REPLICATION
 from replications.gaga.train import fit, steps_per_epoch
 from shared.seeding import seed_everything
+from tests.runs import run_of
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_gaga_learning import cfg_for, planted_graph  # noqa: E402
@@ -90,13 +91,13 @@ def test_budget_is_counted_in_steps():
 
 def test_replication_gives_full_batch_graphsage_patience_in_steps():
     """Through REPLICATION.train: patience 3 at step_batch 16 over 300 train nodes = 3 x 19 = 57 steps."""
-    cfg = cfg_for("gaga_graphsage", "scale.patience=3", "scale.max_epochs=null", "paper.protocol.step_batch=16",
-                  "paper.protocol.max_epochs=4")
+    run = run_of(cfg_for("gaga_graphsage", "scale.patience=3", "scale.max_epochs=null", "paper.protocol.step_batch=16",
+                         "paper.protocol.max_epochs=4"))
     graph = planted_graph(n=600)
-    data = REPLICATION.prepare(cfg, graph)
+    data = REPLICATION.prepare(run, graph)
     seed_everything(0)
-    net = REPLICATION.build_model(cfg, data)
-    summary = REPLICATION.train(cfg, net, data, 0, lambda m, s: None)
+    net = REPLICATION.build_model(run, data)
+    summary = REPLICATION.train(run, net, data, 0, lambda m, s: None)
     assert summary["max_epochs"] == 4 * 19  # the 4-epoch budget, in full-batch steps
     assert summary["steps_run"] == summary["epochs_run"]  # full batch: one step per epoch
     assert summary["steps_run"] - summary["best_step"] >= 57 or summary["epochs_run"] == 4 * 19, summary

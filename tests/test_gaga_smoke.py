@@ -11,6 +11,7 @@ import pytest
 
 from replications.gaga import REPLICATION
 from shared.runner import run
+from tests.runs import run_of
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_gaga_learning import cfg_for, planted_graph, run_model  # noqa: E402
@@ -48,4 +49,19 @@ def test_same_seed_same_numbers():
 def test_unknown_model_is_refused():
     cfg = cfg_for("gaga_mlp", "model.name=gcn")
     with pytest.raises(ValueError, match="valid: gaga, mlp, graphsage, bwgnn"):
-        REPLICATION.build_model(cfg, {"graph": planted_graph(n=50)})
+        REPLICATION.build_model(run_of(cfg), {"graph": planted_graph(n=50)})
+
+
+def test_evaluate_scores_the_seed_split_from_the_summary_alone():
+    """No per-run state: train leaves nothing on REPLICATION or in data but the cached group sequences, and
+    evaluate (given the seed and train's summary) scores that seed's split."""
+    run = run_of(cfg_for("gaga/amazon", "scale.max_epochs=2", "scale.patience=2"))
+    data = REPLICATION.prepare(run, planted_graph(n=200))
+    keys = set(data)
+    net = REPLICATION.build_model(run, data)
+    summary = REPLICATION.train(run, net, data, 0, lambda m, s: None)
+    assert vars(REPLICATION) == {} and set(data) == keys and len(data["sequences"]) == 1
+    assert summary["grouping_seconds"] >= 0 and summary["split"] == "seed-717 40/10/50"
+    metrics = REPLICATION.evaluate(run, net, data, 0, summary)
+    assert set(metrics) >= {"test_auc", "test_ap", "test_f1_macro", "val_auc"} and "threshold" not in metrics
+    assert metrics == REPLICATION.evaluate(run, net, data, 0, summary)  # repeatable: nothing consumed

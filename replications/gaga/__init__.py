@@ -1,4 +1,7 @@
-"""GAGA (Wang et al., WWW 2023) and MLP / GraphSAGE / BWGNN baselines under GAGA's official protocol."""
+"""GAGA (Wang et al., WWW 2023) and MLP / GraphSAGE / BWGNN baselines under GAGA's official protocol.
+
+report() returns the per-dataset table and the preprocessing benchmark as data (replications/gaga/report.py).
+"""
 
 from __future__ import annotations
 
@@ -9,7 +12,6 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 import torch
-from omegaconf import DictConfig
 
 from replications.gaga import data as gdata
 from replications.gaga.baselines import BWGNN, MLP, GraphSAGE, normalized_adjacency
@@ -17,10 +19,9 @@ from replications.gaga.grouping import group_ids, group_sequences
 from replications.gaga.metrics import evaluate_split
 from replications.gaga.model import GAGA
 from replications.gaga.train import fit, predict, steps_per_epoch
-from shared.atomic import write_text_atomic
 from shared.config_check import given
-from shared.replication import LogFn, Replication
-from shared.runner import result_path
+from shared.paper_report import PaperReport, PaperResults
+from shared.replication import LogFn, Replication, Run
 
 MODELS = ("gaga", "mlp", "graphsage", "bwgnn")
 
@@ -37,37 +38,41 @@ class GAGAReplication(Replication):
     name = "gaga"
     paper_file = Path(__file__).with_name("paper.yaml")
 
-    def load_data(self, cfg: DictConfig) -> dict[str, Any]:
-        return self.prepare(cfg, gdata.load(cfg.dataset.name, normalize=cfg.dataset.get("row_normalize", True)))
+    def load_data(self, run: Run) -> dict[str, Any]:
+        d = run.cfg.dataset
+        return self.prepare(run, gdata.load(d.name, normalize=d.get("row_normalize", True)))
 
-    def prepare(self, cfg: DictConfig, graph: gdata.FraudGraph) -> dict[str, Any]:
-        """Tensors for cfg.model from any FraudGraph (also the synthetic ones of the tests)."""
-        out: dict[str, Any] = {"graph": graph, "x": torch.from_numpy(graph.x).to(cfg.device),
-                               "y": torch.from_numpy(graph.y).to(cfg.device), "sequences": {}}
+    def prepare(self, run: Run, graph: gdata.FraudGraph) -> dict[str, Any]:
+        """Tensors for run.cfg.model from any FraudGraph (also the synthetic ones of the tests). ``sequences``
+        is a cache of derived data (the group sequences of one split), never a seed's state."""
+        device, name = run.device, run.cfg.model.name
+        out: dict[str, Any] = {"graph": graph, "x": torch.from_numpy(graph.x).to(device),
+                               "y": torch.from_numpy(graph.y).to(device), "sequences": {}}
         n = graph.x.shape[0]
-        if cfg.model.name == "graphsage":
+        if name == "graphsage":
             ei = union_edge_index(graph)
             out["adj"] = torch.sparse_coo_tensor(ei.flip(0), torch.ones(ei.shape[1]), (n, n)).coalesce() \
-                .to_sparse_csr().to(cfg.device)
-        elif cfg.model.name == "bwgnn":
-            out["adj"] = normalized_adjacency(union_edge_index(graph), n).to(cfg.device)
+                .to_sparse_csr().to(device)
+        elif name == "bwgnn":
+            out["adj"] = normalized_adjacency(union_edge_index(graph), n).to(device)
         return out
 
-    def _sequences(self, cfg: DictConfig, data: dict[str, Any], seed: int) -> torch.Tensor:
-        """Group sequences for this seed's split (cached: one computation per distinct split)."""
-        graph = data["graph"]
+    def _sequences(self, run: Run, data: dict[str, Any], seed: int) -> tuple[torch.Tensor, float]:
+        """Group sequences for this seed's split and the seconds their computation took (cached: one
+        computation per distinct split, so seeds sharing YelpChi's one split reuse it)."""
+        graph, m = data["graph"], run.cfg.model
         train_idx, _, _ = graph.split(seed)
         key = hash(train_idx.tobytes())
         if key not in data["sequences"]:
             t0 = time.perf_counter()
             seq = group_sequences(list(graph.relations.values()), graph.x, group_ids(graph.y, train_idx),
-                                  hops=cfg.model.hops, block=cfg.model.block, workers=cfg.model.workers)
-            data["sequences"] = {key: torch.from_numpy(seq).to(cfg.device)}  # keep one split in memory
-            data["grouping_seconds"] = round(time.perf_counter() - t0, 2)
+                                  hops=m.hops, block=m.block, workers=m.workers)
+            # keep one split in memory
+            data["sequences"] = {key: (torch.from_numpy(seq).to(run.device), round(time.perf_counter() - t0, 2))}
         return data["sequences"][key]
 
-    def build_model(self, cfg: DictConfig, data: dict[str, Any]) -> torch.nn.Module:
-        m, graph = cfg.model, data["graph"]
+    def build_model(self, run: Run, data: dict[str, Any]) -> torch.nn.Module:
+        m, graph = run.cfg.model, data["graph"]
         feat = graph.x.shape[1]
         if m.name == "gaga":
             model = GAGA(feat, m.emb_dim, m.ff_dim, m.layers, m.heads, m.hops, len(graph.relations), m.dropout)
@@ -79,26 +84,26 @@ class GAGAReplication(Replication):
             model = BWGNN(feat, m.hidden, m.order)
         else:
             raise ValueError(f"unknown model '{m.name}' for gaga; valid: {', '.join(MODELS)}")
-        return model.to(cfg.device)
+        return model.to(run.device)
 
-    def _forward(self, cfg: DictConfig, model: torch.nn.Module, data: dict[str, Any], seed: int):
-        name = cfg.model.name
+    def _forward(self, run: Run, model: torch.nn.Module, data: dict[str, Any], seed: int):
+        name = run.cfg.model.name
         if name == "gaga":
-            seq = self._sequences(cfg, data, seed)
+            seq, _ = self._sequences(run, data, seed)
             return lambda idx: model(seq[idx])
         if name == "mlp":
             return lambda idx: model(data["x"][idx])
         return lambda idx: model(data["x"], data["adj"])[idx]  # full-batch GNN
 
-    def train(self, cfg: DictConfig, model: torch.nn.Module, data: dict[str, Any], seed: int, log: LogFn) -> dict:
+    def train(self, run: Run, model: torch.nn.Module, data: dict[str, Any], seed: int, log: LogFn) -> dict:
+        cfg = run.cfg
         m, protocol, graph = cfg.model, cfg.paper.protocol, data["graph"]
-        train_idx, val_idx, test_idx = (torch.from_numpy(a).to(cfg.device) for a in graph.split(seed))
-        forward = self._forward(cfg, model, data, seed)
-        data["current"] = (forward, val_idx, test_idx)  # evaluate() scores this seed's split
+        train_idx, val_idx = (torch.from_numpy(a).to(run.device) for a in graph.split(seed)[:2])
+        forward = self._forward(run, model, data, seed)
         weight = None
         if m.get("class_weighted_loss"):  # BWGNN: weight of class 1 = #neg / #pos among train nodes
             y_tr = data["y"][train_idx].float()
-            weight = torch.tensor([1.0, float((1 - y_tr).sum() / y_tr.sum())], device=cfg.device)
+            weight = torch.tensor([1.0, float((1 - y_tr).sum() / y_tr.sum())], device=run.device)
         optimizer = torch.optim.Adam(model.parameters(), lr=m.lr, weight_decay=m.wd)
         # Patience and budget in optimizer steps: the protocol's epochs at GAGA's batch size (`step_batch`),
         # whatever the model's own batch; a full-batch model gets as many updates as GAGA (train.py). Configs
@@ -112,24 +117,25 @@ class GAGAReplication(Replication):
                       batch_size=m.get("batch_size"), log=log, class_weight=weight,
                       max_epochs=cfg.scale.max_epochs)
         summary["split"] = seed if len(graph.splits) > 1 else "seed-717 40/10/50"
-        if "grouping_seconds" in data:
-            summary["grouping_seconds"] = data["grouping_seconds"]
+        if m.name == "gaga":
+            summary["grouping_seconds"] = self._sequences(run, data, seed)[1]
         return summary
 
-    def evaluate(self, cfg: DictConfig, model: torch.nn.Module, data: dict[str, Any]) -> dict[str, float]:
-        forward, val_idx, test_idx = data["current"]
+    def evaluate(self, run: Run, model: torch.nn.Module, data: dict[str, Any], seed: int,
+                 summary: dict[str, Any]) -> dict[str, float]:
+        """Scores this seed's split (graph.split(seed), the one train used) with the trained model."""
+        _, val_idx, test_idx = (torch.from_numpy(a).to(run.device) for a in data["graph"].split(seed))
+        forward = self._forward(run, model, data, seed)
         y = data["y"].cpu().numpy()
         out = evaluate_split(y[val_idx.cpu().numpy()], predict(forward, model, val_idx),
                              y[test_idx.cpu().numpy()], predict(forward, model, test_idx))
         out.pop("threshold")
         return out
 
-    def after_replicate(self, cfg: DictConfig) -> None:
-        """Called by `python -m replications.replicate gaga`: results/gaga/<dataset>.md from the result files."""
-        from replications.gaga.merge import table
+    def report(self, results: PaperResults) -> PaperReport | None:
+        from replications.gaga import report
 
-        results = result_path(cfg).parents[2]
-        write_text_atomic(results / "gaga" / f"{cfg.dataset.name}.md", table(cfg.dataset.name, results))
+        return report.build(results)
 
 
 REPLICATION = GAGAReplication()

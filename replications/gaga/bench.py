@@ -1,16 +1,17 @@
 """Benchmark GAGA's group aggregation on a synthetic graph with YelpChi's size and degree statistics.
 
-`python -m replications.gaga.bench [--workers 2] [--block 512]` writes results/gaga/BENCHMARK.md and
-results/gaga/benchmark.json. The graph: 45,954 nodes, 32 features, three relations with YelpChi's stored
-edge counts (R-U-R 98,630; R-T-R 1,147,232; R-S-R 6,805,486, DGL docs) drawn uniformly at random. Uniform
-edges give larger 2-hop sets than YelpChi's clustered relations (R-S-R links reviews of one product with
-one star rating), so this is a pessimistic stand-in for the real preprocessing.
+`python -m replications.gaga.bench [--workers 2] [--block 512] [--out FOLDER]` writes FOLDER/benchmark.json
+(default outputs/results/gaga; `--out results/gaga` replaces the committed one, which `make report` then renders
+into results/gaga/README.md through replications/gaga/report.py).
+The graph: 45,954 nodes, 32 features, three relations with YelpChi's stored edge counts (R-U-R 98,630; R-T-R
+1,147,232; R-S-R 6,805,486, DGL docs) drawn uniformly at random. Uniform edges give larger 2-hop sets than
+YelpChi's clustered relations (R-S-R links reviews of one product with one star rating), so this is a
+pessimistic stand-in for the real preprocessing.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import resource
@@ -21,9 +22,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from replications.gaga.grouping import group_ids, relation_sequences, with_self_loops
-from shared.atomic import write_json_atomic, write_text_atomic
+from shared.atomic import write_json_atomic
+from shared.paths import HAND_RUNS
 
-ROOT = Path(__file__).resolve().parents[2]
 N_NODES, N_FEATS, TRAIN, POSITIVE = 45_954, 32, 0.4, 6_677 / 45_954
 STORED_EDGES = {"net_rur": 98_630, "net_rtr": 1_147_232, "net_rsr": 6_805_486}  # both directions
 
@@ -44,41 +45,13 @@ def cpu_seconds() -> float:
     return ru.ru_utime + ru.ru_stime
 
 
-def render(record: dict) -> str:
-    rows = record["relations"]
-    grouping_wall = sum(r["seconds"] for r in rows)
-    grouping_cpu = sum(r["cpu_seconds"] for r in rows)
-    verdict = "meets" if grouping_wall < record["target_seconds"] else "misses"
-    lines = ["# GAGA preprocessing benchmark (YelpChi-sized synthetic graph)", "",
-             f"`python -m replications.gaga.bench --workers {record['workers']} --block {record['block']}`; "
-             f"{record['nodes']:,} nodes, {record['features']} features, K = 2, uniform random edges with YelpChi's "
-             "stored edge counts (a pessimistic stand-in: YelpChi's relations are clustered, with smaller 2-hop sets).",
-             "", "| relation | stored edges | 2-hop pairs | wall s | CPU s |", "|---|---:|---:|---:|---:|"]
-    lines += [f"| {r['relation']} | {r['stored_edges']:,} | {r['two_hop_pairs']:,} | {r['seconds']} | {r['cpu_seconds']} |"
-              for r in rows]
-    lines += ["", f"Group aggregation of all three relations: {grouping_wall:.1f} s wall, {grouping_cpu:.1f} s CPU "
-              f"(all threads), peak RSS {record['peak_rss_mb']} MB for the whole script. Target: < "
-              f"{record['target_seconds']} s on 2 cores; this run {verdict} it in wall time.",
-              f"Load average at the end: {record['load_average_at_end']} on {record['cpus']} cores. When the load "
-              "is far above the core count the wall time measures the other processes; the CPU seconds are the "
-              "work itself (single-core equivalent).",
-              f"Script total (also generating the graphs and counting 2-hop pairs): {record['total_seconds']} s wall, "
-              f"{record['total_cpu_seconds']} s CPU.", ""]
-    return "\n".join(lines)
-
-
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--block", type=int, default=512)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", type=Path, default=ROOT / "results" / "gaga")
-    parser.add_argument("--render-only", action="store_true", help="rewrite BENCHMARK.md from benchmark.json")
+    parser.add_argument("--out", type=Path, default=HAND_RUNS / "gaga", help="folder to write benchmark.json in")
     args = parser.parse_args(argv)
-    if args.render_only:
-        record = json.loads((args.out / "benchmark.json").read_text())
-        write_text_atomic(args.out / "BENCHMARK.md", render(record))
-        return record
 
     rng = np.random.default_rng(args.seed)
     x = rng.random((N_NODES, N_FEATS), dtype=np.float32)
@@ -111,7 +84,7 @@ def main(argv: list[str] | None = None) -> dict:
     }
     args.out.mkdir(parents=True, exist_ok=True)
     write_json_atomic(args.out / "benchmark.json", record)
-    write_text_atomic(args.out / "BENCHMARK.md", render(record))
+    print(f"wrote {args.out / 'benchmark.json'}")
     return record
 
 
