@@ -122,9 +122,8 @@ def outperform_claim(entry: dict[str, Any], checks: list[dict[str, Any]], record
     evidence = (f"{entry['tested_as']}; test PPL of baseline minus EvoMoE, paired by seed, mean [95% CI]: {measured}; "
                 f"measured ordering: {ordering}")
     if not testable(records, bigram):
-        return Claim(**base, status=NOT_TESTABLE, evidence=f"{evidence}; {_floor_words(bigram, 'the ordering')}",
-                     unit="test PPL")
-    return Claim(**base, status=ordering, evidence=evidence, unit="test PPL", scale=f"at this small scale: {_scale(records)}")
+        return Claim(**base, status=NOT_TESTABLE, evidence=f"{evidence}; {_floor_words(bigram, 'the ordering')}")
+    return Claim(**base, status=ordering, evidence=evidence, scale=f"at this small scale: {_scale(records)}")
 
 
 def speed_claim(entry: dict[str, Any], records: dict[str, dict[str, Any]], bigram: dict[str, float] | None) -> Claim:
