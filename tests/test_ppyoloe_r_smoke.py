@@ -124,3 +124,30 @@ def test_page_without_an_alternative_says_not_run_and_reads_the_architecture_fil
     assert "![dota_examples](dota_examples.png)" in page.blocks
     assert not any(isinstance(b, Figure) and b.name == "dota_examples.png" for b in page.blocks)
     assert report.build(PaperResults("ppyoloe_r", tmp_path / "none", {})) is None
+
+
+def test_dota_figure_is_redrawn_only_from_full_scale_weights(monkeypatch, tmp_path):
+    """With the curve run's weights under ./outputs at full scale (and the example images in the mirror) the
+    page draws the figure; a smoke run's weights do not; without weights a committed figure is linked as it is."""
+    from replications.ppyoloe_r import dota_data
+    from replications.ppyoloe_r.train import weights_path
+
+    monkeypatch.chdir(tmp_path)
+    folder = tmp_path / "results" / "ppyoloe_r"
+    assert report.dota_block(folder, "full", 1) is None
+    for scale in ("full", "smoke"):
+        weights_path("synthetic_rotated", scale, 1).parent.mkdir(parents=True, exist_ok=True)
+        weights_path("synthetic_rotated", scale, 1).write_bytes(b"")
+    assert report.dota_block(folder, "smoke", 1) is None
+    monkeypatch.setattr(dota_data, "example_images", lambda: {"P0000": tmp_path / "P0000.png"})
+    monkeypatch.setattr(dota_data, "example_labels", lambda: {})
+    block = report.dota_block(folder, "full", 1)
+    assert isinstance(block, Figure) and block.name == "dota_examples.png"
+
+    def missing():
+        raise report.DataError("no DOTA examples in the mirror")
+
+    monkeypatch.setattr(dota_data, "example_images", missing)
+    folder.mkdir(parents=True)
+    (folder / "dota_examples.png").write_bytes(b"")
+    assert report.dota_block(folder, "full", 1) == "![dota_examples](dota_examples.png)"
