@@ -1,7 +1,8 @@
 """FlexMoE's protocol on a tiny synthetic stream: the traces count every routed choice per source and expert,
-ignore evaluation passes, repeat with the seed; the smoke-scale config composes; the simulator, the report
-and the claims run on tiny results; the testbed worker runs on local ranks (the emulated testbed itself only
-where root + ip netns exist)."""
+ignore evaluation passes, repeat with the seed, land beside the run's results; train hands evaluate its trace
+statistics through the summary; the smoke-scale config composes; the simulator writes into its --out and the
+page (claims with statuses from shared.verdict) builds from tiny hand-made results; the testbed worker runs on
+local ranks (the emulated testbed itself only where root + ip netns exist)."""
 
 from __future__ import annotations
 
@@ -13,9 +14,11 @@ import torch
 
 from replications.flexmoe import REPLICATION, report, simulate, trace_path
 from replications.flexmoe.train import fit
-from shared.runner import run
+from shared.paper_report import PaperResults
+from shared.runner import make_run, run
 from shared.seeding import seed_everything
 from tests.conftest import compose_cfg, needs_mirror
+from tests.runs import run_of
 from tests.test_ta_moe_train import tiny_corpus  # the same 60-word random corpus
 
 
@@ -40,7 +43,7 @@ def train_tiny(choice: str, seed: int = 1, *over: str):
     cfg = compose_cfg(*TINY, f"model={choice}", *over)
     data = tiny_corpus()
     seed_everything(seed)
-    model = REPLICATION.build_model(cfg, data)
+    model = REPLICATION.build_model(run_of(cfg), data)
     return fit(cfg, model, data.train, data.valid, lambda m, s: None), cfg
 
 
@@ -69,7 +72,7 @@ def test_the_config_composes_at_smoke_scale_and_refuses_other_gates():
     assert cfg.model.name == "switch_e8" and cfg.scale.max_epochs == 10 and cfg.paper.protocol.window == 2
     assert cfg.paper.protocol.simulator.flexmoe.interval == 10
     with pytest.raises(ValueError, match="Switch and GShard"):
-        REPLICATION.build_model(compose_cfg(*TINY, "model=evomoe_hash"), tiny_corpus())
+        REPLICATION.build_model(run_of(compose_cfg(*TINY, "model=evomoe_hash")), tiny_corpus())
 
 
 def planted_trace(rng: np.random.Generator, steps: int, E: int, hot: float) -> np.ndarray:
@@ -82,15 +85,15 @@ def planted_trace(rng: np.random.Generator, steps: int, E: int, hot: float) -> n
     return out
 
 
-def test_simulator_report_and_claims_on_tiny_results(tmp_path):
-    """Two result records as the runner writes them, with planted traces (a hot expert that moves every 10
-    steps), then simulate and report."""
+def tiny_results(folder) -> dict:
+    """Two result records as the runner writes them under `folder` (= <root>/flexmoe), with planted traces (a hot
+    expert that moves every 10 steps); returns them by (dataset, model)."""
     from omegaconf import OmegaConf
 
     from replications.flexmoe import stats
 
-    folder = tmp_path / "flexmoe"
     rng = np.random.default_rng(0)
+    records = {}
     for choice in ("flexmoe/wikitext2", "flexmoe_gshard_e8"):
         cfg = compose_cfg("paper=flexmoe", "dataset=wikitext2", f"model={choice}", "tracker=none")
         runs = []
@@ -103,26 +106,91 @@ def test_simulator_report_and_claims_on_tiny_results(tmp_path):
             metrics = {"test_ppl": 50.0 + seed, "dropped_fraction": 0.1,
                        **{key: float(np.mean([p[key] for p in per])) for key in per[0]}}
             runs.append({"seed": seed, "metrics": metrics, "train": {"trace": path.name, "steps": 40}})
-        record = {"model": cfg.model.name, "config": OmegaConf.to_container(cfg, resolve=True), "runs": runs,
-                  "wall_seconds": 1.0, "environment": {"hardware": {"cpu": "test", "torch_threads": 1}}}
+        record = {"dataset": "wikitext2", "model": cfg.model.name, "complete": True, "runs": runs,
+                  "config": OmegaConf.to_container(cfg, resolve=True), "wall_seconds": 1.0,
+                  "environment": {"hardware": {"cpu": "test", "torch_threads": 1}}}
         (folder / "wikitext2").mkdir(parents=True, exist_ok=True)
         (folder / "wikitext2" / f"{cfg.model.name}.json").write_text(json.dumps(record))
-    assert simulate.main([str(tmp_path)]) == 0
-    sim = json.loads((folder / "simulation.json").read_text())
+        records["wikitext2", cfg.model.name] = record
+    return records
+
+
+def replica_a2a(static_ms: float, replicated_ms: float) -> dict:
+    """A hand-made replica_a2a.json: 7 trials per placement at two hot shares (the most skewed one decides)."""
+    rows = [{"placement": name, "hot_share": h, "median_ms": ms, "mean_ms": ms,
+             "seconds": [ms * 1e-3 * (1 + 0.01 * i) for i in range(7)]}
+            for h, scale in ((0.25, 1.0), (0.7, 1.0)) for name, ms in (("static", static_ms * scale),
+                                                                        ("replicated", replicated_ms * scale))]
+    return {"testbed": {"nodes": 2, "ranks_per_node": 2, "inter_mbit": 400, "tokens_per_rank": 64, "d_model": 8,
+                        "trials": 7}, "placements": {"static": [[0], [1], [2], [3]], "replicated": [[0], [1], [2, 0], [3]]},
+            "rows": rows, "replica_allreduce": {"replicated/expert0": {"median_ms": 700.0}},
+            "load_average_before": [1.0, 1.0, 1.0], "load_average_after": [1.2, 1.0, 1.0]}
+
+
+def test_simulator_writes_into_its_out_and_the_page_builds_from_tiny_results(tmp_path):
+    folder = tmp_path / "flexmoe"
+    records = tiny_results(folder)
+    out = tmp_path / "elsewhere"
+    assert simulate.main(["--records", str(folder), "--out", str(out)]) == 0
+    assert not (folder / "simulation.json").exists()  # only where --out says
+    sim = json.loads((out / "simulation.json").read_text())
     assert len(sim["rows"]) == 2 * 2 * 3  # models x seeds x links
     for row in sim["rows"]:
         p = row["policies"]
         assert p["fastermoe"]["mean_ms"] <= p["static"]["mean_ms"] + 1e-9  # it shadows only when that pays
         assert p["ideal"]["mean_ms"] < p["static"]["mean_ms"]  # a hot expert at 4x the mean share costs time
-    assert report.main([str(tmp_path)]) == 0
-    claims = {c["id"]: c for c in json.loads((folder / "claims.json").read_text())["claims"]}
-    assert claims["speedup_deepspeed"]["status"] == "not testable here"
-    assert "MODELLED" in claims["speedup_deepspeed"]["evidence"]
-    assert claims["replication_a2a"]["status"] == "not run"
+
+    # without the side files: the premise is judged, the testbed claim is not run, no simulation section
+    page = REPLICATION.report(PaperResults("flexmoe", folder, records))
+    assert [c.status for c in page.claims] == ["not testable here", "not testable here", "supported", "supported",
+                                               "not run"]
     # planted: max/mean = 0.5 / (1/8) = 4 in every step; the hot expert moves, far beyond multinomial noise
-    assert claims["imbalance"]["status"] == "supported" and claims["fluctuation"]["status"] == "supported"
-    assert (folder / "premise.png").stat().st_size > 0 and (folder / "simulation.png").stat().st_size > 0
-    assert "MODELLED" in (folder / "TABLE.md").read_text()
+    assert page.claims[2].interval[0] > 3.5 and "the simulator has not run" in page.claims[0].evidence
+    assert [f.name for f in page.figures()] == ["premise.png"]
+
+    (folder / "simulation.json").write_text((out / "simulation.json").read_text())
+    (folder / "replica_a2a.json").write_text(json.dumps(replica_a2a(500.0, 400.0)))
+    page = report.build(PaperResults("flexmoe", folder, records))
+    assert [c.status for c in page.claims] == ["not testable here", "not testable here", "supported", "supported",
+                                               "supported"]
+    assert "MODELLED" in page.claims[0].evidence and page.claims[4].interval[1] < 1
+    assert [f.name for f in page.figures()] == ["premise.png", "simulation.png", "replica_a2a.png"]
+    assert all(f.draw().get_axes() for f in page.figures())
+    assert set(page.data["simulation_summary"]) == {f"{m}@{link}" for m in ("switch_e8", "gshard_e8")
+                                                    for link in ("400", "2000", "assumed_gpu")}
+    (folder / "replica_a2a.json").write_text(json.dumps(replica_a2a(400.0, 500.0)))
+    assert report.build(PaperResults("flexmoe", folder, records)).claims[4].status == "contradicted"
+    assert report.build(PaperResults("flexmoe", folder, {})) is None
+
+
+def test_premise_rule_has_two_thresholds():
+    assert report.band_status({"a": 1.6, "b": 2.0}, 1.5, 1.1) == "supported"
+    assert report.band_status({"a": 1.0, "b": 1.05}, 1.5, 1.1) == "contradicted"
+    assert report.band_status({"a": 1.3, "b": 1.4}, 1.5, 1.1) == "inconclusive"  # between the thresholds
+    assert report.band_status({"a": 1.0, "b": 2.0}, 1.5, 1.1) == "inconclusive"
+    assert report.band_status({}, 1.5, 1.1) == "not run"
+
+
+def test_median_ratio_needs_its_interval_below_one():
+    same = [1e-3 * (1 + 0.05 * (i % 7)) for i in range(21)]
+    assert report.median_ratio(same, same)["status"] == "inconclusive"
+    assert report.median_ratio([t * 0.7 for t in same], same)["status"] == "supported"
+    assert report.median_ratio([t * 1.4 for t in same], same)["status"] == "contradicted"
+
+
+def test_train_writes_the_trace_beside_the_results_and_hands_evaluate_its_statistics(tmp_path):
+    cfg = compose_cfg(*TINY, "model=flexmoe/wikitext2", "paper.protocol.smoke_eval_tokens=64")
+    run_ = run_of(cfg, output_dir=tmp_path / "flexmoe" / "wikitext2")
+    data = tiny_corpus()
+    seed_everything(1)
+    model = REPLICATION.build_model(run_, data)
+    summary = REPLICATION.train(run_, model, data, 1, lambda m, s: None)
+    assert not hasattr(REPLICATION, "_summary")
+    assert trace_path(run_, 1) == tmp_path / "flexmoe" / "traces" / f"wikitext2_{run_.model}_s1.npz"
+    assert np.load(trace_path(run_, 1))["routed"].shape == tuple(summary["trace_shape"]["routed"])
+    metrics = REPLICATION.evaluate(run_, model, data, 1, summary)
+    assert metrics["imbalance_mean"] == pytest.approx(np.mean([la["imbalance_mean"] for la in summary["per_layer"]]))
+    assert metrics["dropped_fraction"] == summary["dropped_fraction"] and metrics["imbalance_mean"] >= 1
 
 
 @pytest.mark.slow
@@ -148,5 +216,6 @@ def test_smoke_run_on_the_mirror_writes_results_and_traces(tmp_path, fresh_cache
                       "scale.max_epochs=4", "paper.protocol.window=2", "model.ffn_hidden=64", f"results_dir={tmp_path}")
     record = run(cfg, REPLICATION)
     assert record["complete"] and 1 < record["aggregate"]["test_ppl"]["mean"] < 33278
-    routed = np.load(trace_path(cfg, 1))["routed"]
+    assert trace_path(make_run(cfg), 1).parent == tmp_path / "flexmoe" / "traces"
+    routed = np.load(trace_path(make_run(cfg), 1))["routed"]
     assert routed.shape == (4, 2, 16, 8) and (routed.sum((2, 3)) == 16 * 64).all()

@@ -2,13 +2,17 @@
 fluctuation. No official code exists (fact sheet); what runs here, on CPU:
 
 1. the premise, measured: per-step expert loads of the shared WikiText-2 GPT-MoE (Switch / GShard gates, E = 8
-   and 16; models of this package), their imbalance and fluctuation (train.py, stats.py);
+   and 16; models of this package), their imbalance and fluctuation (train.py, stats.py); train writes each
+   run's trace beside the results (<paper folder>/traces/), a benchmark input like the simulator's output;
 2. a trace-driven simulator of step time (modelled, not measured) for static placement, FasterMoE's
    shadowing and a reconstruction of FlexMoE's replicate / shrink / migrate heuristic (simulate.py,
-   policies.py, stepmodel.py), run by ``after_replicate`` on the recorded traces;
+   policies.py, stepmodel.py): a manual step after the protocol, writing simulation.json into its --out;
 3. expert replication for real (replicated.py: replicas of a heavy expert split its tokens, their gradients
    all-reduced inside the replica group; tests/test_flexmoe_replication.py), and its all-to-all time on the
-   emulated testbed (a2a_bench.py), also run by ``after_replicate`` where the testbed is available.
+   emulated testbed (a2a_bench.py, a manual step where root + ip netns exist, writing replica_a2a.json).
+
+report() returns the tables, claim checks and figures as data (report.py), reading those two side files
+through ``results.side_file`` where they are present.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import OmegaConf
 
 from replications.flexmoe import stats
 from replications.flexmoe.train import fit
@@ -26,24 +30,25 @@ from replications.moe import wikitext
 from replications.moe.lm import GPT
 from replications.moe.lmtrain import perplexity
 from shared.atomic import atomic_path
-from shared.replication import LogFn, Replication
-from shared.runner import result_path
+from shared.paper_report import PaperReport, PaperResults
+from shared.replication import LogFn, Replication, Run
 
 
-def trace_path(cfg: DictConfig, seed: int) -> Path:
-    """results/flexmoe/traces/<dataset>_<model>_s<seed>.npz beside the result files (smoke: its results_dir)."""
-    return result_path(cfg).parents[1] / "traces" / f"{cfg.dataset.name}_{cfg.model.name}_s{seed}.npz"
+def trace_path(run: Run, seed: int) -> Path:
+    """<paper folder>/traces/<dataset>_<model>_s<seed>.npz beside the run's result folder (results/flexmoe/traces
+    for the protocol, its results_dir for any other run)."""
+    return run.output_dir.parent / "traces" / f"{run.dataset}_{run.model}_s{seed}.npz"
 
 
 class FlexMoEReplication(Replication):
     name = "flexmoe"
     paper_file = Path(__file__).with_name("paper.yaml")
 
-    def load_data(self, cfg: DictConfig) -> wikitext.Corpus:
-        return wikitext.load_for(cfg.dataset.name, self.name)
+    def load_data(self, run: Run) -> wikitext.Corpus:
+        return wikitext.load_for(run.cfg.dataset.name, self.name)
 
-    def build_model(self, cfg: DictConfig, data: wikitext.Corpus) -> GPT:
-        p, m = cfg.paper.protocol, cfg.model
+    def build_model(self, run: Run, data: wikitext.Corpus) -> GPT:
+        p, m = run.cfg.paper.protocol, run.cfg.model
         if m.gate not in ("switch", "gshard"):
             raise ValueError(f"flexmoe records Switch and GShard routing; got gate '{m.gate}' (valid: switch, gshard)")
         if m.gate == "gshard" and m.gate_options.get("second_policy", "sampling") == "random":
@@ -53,12 +58,13 @@ class FlexMoEReplication(Replication):
         return GPT(len(data.vocab), p.d_model, p.heads, p.layers, p.seq_len, m.ffn_hidden, m.gate,
                    m.num_experts, options, list(p.cutoffs), p.div_value, p.dropout)
 
-    def train(self, cfg: DictConfig, model: GPT, data: wikitext.Corpus, seed: int, log: LogFn) -> dict[str, Any]:
+    def train(self, run: Run, model: GPT, data: wikitext.Corpus, seed: int, log: LogFn) -> dict[str, Any]:
+        cfg = run.cfg
         threads = cfg.paper.protocol.get("threads")
         if threads:
             torch.set_num_threads(int(threads))
         summary, routed, kept = fit(cfg, model, data.train, data.valid, log)
-        path = trace_path(cfg, seed)
+        path = trace_path(run, seed)
         with atomic_path(path) as tmp:
             with open(tmp, "wb") as f:
                 np.savez_compressed(f, routed=routed, kept=kept)
@@ -68,12 +74,12 @@ class FlexMoEReplication(Replication):
         summary.update(trace=path.name, trace_shape={"routed": list(routed.shape), "kept": list(kept.shape)},
                        per_layer=per_layer,
                        dropped_fraction=float(1 - kept.sum() / max(routed.sum(), 1)))
-        self._summary = summary
         return summary
 
-    def evaluate(self, cfg: DictConfig, model: GPT, data: wikitext.Corpus) -> dict[str, float]:
-        p, s = cfg.paper.protocol, self._summary
-        limit = p.smoke_eval_tokens if cfg.scale.name == "smoke" else None
+    def evaluate(self, run: Run, model: GPT, data: wikitext.Corpus, seed: int,
+                 summary: dict[str, Any]) -> dict[str, float]:
+        p, s = run.cfg.paper.protocol, summary
+        limit = p.smoke_eval_tokens if run.cfg.scale.name == "smoke" else None
         layer_mean = {k: float(np.mean([la[k] for la in s["per_layer"]])) for k in s["per_layer"][0]}
         out = {"valid_ppl": perplexity(model, data.valid, p.seq_len, max_tokens=limit),
                "test_ppl": perplexity(model, data.test, p.seq_len, max_tokens=limit),
@@ -84,23 +90,10 @@ class FlexMoEReplication(Replication):
             out[key] = layer_mean[key]  # mean over the MoE layers
         return out
 
-    def after_replicate(self, cfg: DictConfig) -> None:
-        """Called by `python -m replications.replicate flexmoe`: the simulator on the traces (modelled), the
-        testbed all-to-all (measured; where root + ip netns exist, and not at smoke scale), then the tables,
-        claim checks and figures."""
-        from replications.flexmoe import a2a_bench, report, simulate  # lazy: keeps `python -m ...` warning-free
-        from replications.moe.testbed import testbed_unavailable_reason
+    def report(self, results: PaperResults) -> PaperReport | None:
+        from replications.flexmoe import report  # lazy: matplotlib and scipy only for the page
 
-        root = result_path(cfg).parents[2]
-        simulate.main([str(root)])
-        reason = testbed_unavailable_reason()
-        if cfg.scale.name == "smoke":
-            print("flexmoe: the testbed all-to-all is not measured at smoke scale")
-        elif reason:
-            print(f"flexmoe: the testbed all-to-all is not measured: {reason}")
-        else:
-            a2a_bench.main(["--out", str(root / "flexmoe")])
-        report.main([str(root)])
+        return report.build(results)
 
 
 REPLICATION = FlexMoEReplication()

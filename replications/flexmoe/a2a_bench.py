@@ -4,8 +4,9 @@ The emulated cluster of replications/moe/testbed.py (network namespaces, the int
 to inter_mbit; needs root + ip netns) with conf/paper/flexmoe.yaml protocol.testbed: static placement (one
 expert per rank) against expert 0 replicated on the ranks listed under `replicas`, under routing where a share h of every rank's
 tokens goes to expert 0 (a2a_worker.py). Communication only (4 ranks on 2 shared cores make compute timings
-meaningless); the load average before and after is recorded beside the timings. Writes
-results/flexmoe/replica_a2a.json (command, commit, versions, testbed).
+meaningless); the load average before and after is recorded beside the timings. Writes replica_a2a.json
+(command, commit, versions, testbed) into --out (default outputs/results/flexmoe; ``--out results/flexmoe``
+refreshes the committed side file the page reads).
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from shared.atomic import write_json_atomic
-from shared.runinfo import REPO_ROOT, environment
+from shared.paths import CONF_DIR, HAND_RUNS
+from shared.runinfo import environment
 
 
 def placements(W: int, replicas: dict[str, list[int]]) -> dict[str, list[list[int]]]:
@@ -54,7 +56,7 @@ def measure(tb: dict, local: bool = False) -> dict:
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default=str(REPO_ROOT / "results" / "flexmoe"))
+    parser.add_argument("--out", default=str(HAND_RUNS / "flexmoe"), help="where replica_a2a.json goes")
     args = parser.parse_args(argv)
     from replications.moe.testbed import testbed_unavailable_reason
 
@@ -62,7 +64,7 @@ def main(argv: list[str]) -> int:
     if reason:
         print(f"replica all-to-all not measured: {reason}", file=sys.stderr)
         return 2
-    tb = OmegaConf.to_container(OmegaConf.load(REPO_ROOT / "conf" / "paper" / "flexmoe.yaml").protocol.testbed,
+    tb = OmegaConf.to_container(OmegaConf.load(CONF_DIR / "paper" / "flexmoe.yaml").protocol.testbed,
                                 resolve=True)
     before = os.getloadavg()
     t0 = time.perf_counter()

@@ -1,14 +1,18 @@
-"""``python -m replications.flexmoe.simulate [results_dir]``: the placement policies replayed on the recorded traces.
+"""``python -m replications.flexmoe.simulate [--records DIR] [--out DIR]``: the placement policies replayed on the
+recorded traces.
 
 Every figure here is MODELLED (stepmodel.py: the testbed's fitted α–β model plus the constants in
 conf/paper/flexmoe.yaml protocol.simulator), never measured. For each trace (gate x E x seed; traces in
 results/flexmoe/traces/), W = E ranks in nodes of G, each trace source group is one rank (16 sources -> W
 ranks), its counts scaled to `tokens_per_rank` tokens per rank per step (the trace's shares, a larger batch);
-each policy's per-step time is summed over the two MoE layers. Writes results/flexmoe/simulation.json.
+each policy's per-step time is summed over the two MoE layers. Reads the records and traces under --records
+(the paper's results folder, default results/flexmoe) and writes simulation.json into --out (default
+outputs/results/flexmoe; ``--out results/flexmoe`` refreshes the committed side file the page reads).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import time
@@ -22,7 +26,8 @@ from replications.flexmoe import policies
 from replications.flexmoe.stepmodel import load_cost_model, make_cluster
 from replications.moe.costmodel import CostModel
 from shared.atomic import write_json_atomic
-from shared.runinfo import REPO_ROOT, environment
+from shared.paths import CONF_DIR, HAND_RUNS, REPO_ROOT, RESULTS
+from shared.runinfo import environment
 
 POLICIES = ("static", "fastermoe", "flexmoe", "flexmoe_oracle", "ideal")
 
@@ -73,9 +78,13 @@ def simulate_trace(T: np.ndarray, cluster, flex: policies.FlexConfig) -> dict[st
 
 
 def main(argv: list[str]) -> int:
-    root = Path(argv[0]) if argv else REPO_ROOT / "results"
-    folder = root / "flexmoe"
-    conf = OmegaConf.to_container(OmegaConf.load(REPO_ROOT / "conf" / "paper" / "flexmoe.yaml"), resolve=True)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", default=str(RESULTS / "flexmoe"),
+                        help="the paper's results folder: wikitext2/<model>.json and traces/*.npz")
+    parser.add_argument("--out", default=str(HAND_RUNS / "flexmoe"), help="where simulation.json goes")
+    args = parser.parse_args(argv)
+    folder, out = Path(args.records), Path(args.out)
+    conf = OmegaConf.to_container(OmegaConf.load(CONF_DIR / "paper" / "flexmoe.yaml"), resolve=True)
     sim = conf["protocol"]["simulator"]
     flex = policies.FlexConfig(**sim["flexmoe"])
     fitted = load_cost_model(REPO_ROOT / sim["comm_fit"])
@@ -108,12 +117,12 @@ def main(argv: list[str]) -> int:
                              "link_mbit": str(link), "policies": res})
                 print(f"{record['model']} seed {run['seed']} link {link}: " +
                       ", ".join(f"{n} {v['mean_ms']:.1f} ms" for n, v in res.items()) + " (modelled)", flush=True)
-    write_json_atomic(folder / "simulation.json", {
+    write_json_atomic(out / "simulation.json", {
         "what": "MODELLED step time (ms, two MoE layers) per placement policy on the recorded routing traces; "
                 "not measured", "constants": sim,
         "cost_models": {link: c.to_dict() for link, c in costs.items()}, "rows": rows,
         "wall_seconds": round(time.perf_counter() - t0, 1), "environment": environment()})
-    print(f"wrote {folder / 'simulation.json'}")
+    print(f"wrote {out / 'simulation.json'}")
     return 0
 
 
