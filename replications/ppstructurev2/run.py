@@ -1,4 +1,5 @@
-"""Run the released models over a dataset: scores, per-item details, latency.
+"""Run the released models over a dataset: scores, latency and per-item details (returned, never written: they
+go into the run's record, see replications/ppstructurev2/__init__.py).
 
 Table recognition (PubTabNet): SLANet's structure, then PP-OCR boxes and text matched into its cells.
 - test_acc: structure exact match (the paper's "Acc"), with a Wilson 95 % interval over tables;
@@ -18,7 +19,6 @@ import os
 import platform
 import time
 from importlib import metadata
-from pathlib import Path
 from typing import Any
 
 import cv2
@@ -28,7 +28,6 @@ from tqdm.auto import tqdm
 
 from replications.ppstructurev2 import table
 from replications.ppstructurev2.teds import teds
-from shared.atomic import write_json_atomic
 
 
 def threads() -> int:
@@ -63,7 +62,7 @@ def _mean(rows: list[dict], key: str, kind: str | None = None) -> float:
     return 100 * float(np.mean(vals)) if vals else float("nan")
 
 
-def evaluate_tables(cfg: DictConfig, models: dict[str, Any], ds, details_path: Path | None) -> dict[str, float]:
+def measure_tables(cfg: DictConfig, models: dict[str, Any], ds) -> tuple[dict[str, float], dict[str, Any]]:
     slanet, ocr = models["structure"], models["ocr"]
     first = read_image(ds[0]["image_path"])
     slanet(first), table.table_ocr(ocr, first)  # warm-up (session initialisation), not timed
@@ -111,14 +110,10 @@ def evaluate_tables(cfg: DictConfig, models: dict[str, Any], ds, details_path: P
     # robust to other jobs sharing the machine (wall time above is not).
     metrics |= latency("cpu_", [r["cpu_seconds"]["pipeline"] for r in rows])
     metrics |= latency("structure_cpu_", [r["cpu_seconds"]["structure"] for r in rows])
-    if details_path is not None:
-        write_json_atomic(details_path, {
-            "task": "table", "dataset": cfg.dataset.name, "model": cfg.model.name, "tables": n, "rows": rows,
-            "metrics": metrics, "threads": threads(), "cpu": platform.processor() or platform.machine(),
-            "ocr": {"version": cfg.model.ocr.version, "note": cfg.model.ocr.note}, "versions": versions(),
-            "examples": examples,
-        })
-    return metrics
+    return metrics, {"task": "table", "dataset": cfg.dataset.name, "model": cfg.model.name, "tables": n, "rows": rows,
+                     "threads": threads(), "cpu": platform.processor() or platform.machine(),
+                     "ocr": {"version": cfg.model.ocr.version, "note": cfg.model.ocr.note}, "versions": versions(),
+                     "examples": examples}
 
 
 # ---- layout -------------------------------------------------------------------------------------------------
@@ -155,7 +150,7 @@ def recall_at(gt: list[tuple[str, list[float]]], dets: list[tuple[str, list[floa
     return matched, total
 
 
-def evaluate_layout(cfg: DictConfig, detector: Any, ds, details_path: Path | None) -> dict[str, float]:
+def measure_layout(cfg: DictConfig, detector: Any, ds) -> tuple[dict[str, float], dict[str, Any]]:
     detector(read_image(ds[0]["image_path"]))  # warm-up, not timed
     rows, seconds, cpu, hit, total = [], [], [], 0, 0
     for item in tqdm(ds, desc=f"{cfg.dataset.name} pages", unit="page"):
@@ -174,13 +169,9 @@ def evaluate_layout(cfg: DictConfig, detector: Any, ds, details_path: Path | Non
         "detections_per_page": float(np.mean([len(r["detections"]) for r in rows])),
         "crossdataset_box_recall50": 100 * hit / total if total else float("nan"),
     }
-    if details_path is not None:
-        write_json_atomic(details_path, {
-            "task": "layout", "dataset": cfg.dataset.name, "model": cfg.model.name, "pages": len(rows), "rows": rows,
-            "metrics": metrics, "threads": threads(), "cpu": platform.processor() or platform.machine(),
-            "architecture": detector.arch, "versions": versions(),
-        })
-    return metrics
+    return metrics, {"task": "layout", "dataset": cfg.dataset.name, "model": cfg.model.name, "pages": len(rows),
+                     "rows": rows, "threads": threads(), "cpu": platform.processor() or platform.machine(),
+                     "architecture": detector.arch, "versions": versions()}
 
 
 def versions() -> dict[str, str]:
