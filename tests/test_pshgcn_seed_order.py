@@ -19,6 +19,7 @@ from replications.pshgcn import REPLICATION
 from replications.pshgcn.graph import enumerate_words, relation_matrices
 from replications.pshgcn.model import PSHGCN
 from shared.seeding import seed_everything
+from tests.runs import run_of
 
 EMB, HIDDEN, CLASSES, N0, N1 = 4, 6, 3, 10, 7
 
@@ -71,10 +72,11 @@ def test_seed_draws_follow_the_official_order(seed):
     want = _official_order(seed, data)
 
     seed_everything(seed)
-    model = REPLICATION.build_model(cfg, data)
-    assert isinstance(model, PSHGCN)
-    assert np.array_equal(data["split"].val.numpy(), want["val"])
-    assert np.array_equal(data["split"].train.numpy(), want["train"])
+    built = REPLICATION.build_model(run_of(cfg), data)
+    model = built.net
+    assert isinstance(model, PSHGCN) and set(data) == {"graph", "adjs", "x"}  # the split travels with the model
+    assert np.array_equal(built.split.val.numpy(), want["val"])
+    assert np.array_equal(built.split.train.numpy(), want["train"])
     assert model.filter.theta.dtype == torch.float64 and torch.equal(model.filter.theta.detach(), want["theta"])
     assert torch.equal(model.project.lins["0"].weight, want["lins"][0].weight)
     assert torch.equal(model.project.lins["1"].weight, want["lins"][1].weight)
@@ -95,6 +97,24 @@ def test_different_seeds_draw_different_splits():
     splits = []
     for seed in (1, 2):
         seed_everything(seed)
-        REPLICATION.build_model(cfg, data)
-        splits.append(data["split"].val.tolist())
+        splits.append(REPLICATION.build_model(run_of(cfg), data).split.val.tolist())
     assert splits[0] != splits[1]
+
+
+def test_train_and_evaluate_score_the_split_the_model_was_built_with():
+    """No per-run state: evaluate needs only the model build_model returned (net + its split) and the summary."""
+    data, cfg = _toy()
+    cfg.scale = {"max_epochs": 3, "patience": 5}
+    cfg.paper.protocol.update({"max_epochs": 3, "patience": 5, "dropout_first_epoch_only": True})
+    cfg.model.update({"lr": 0.01, "wd": 0.0, "prop_lr": 0.01, "prop_wd": 0.0})
+    run = run_of(cfg)
+    seed_everything(1)
+    built = REPLICATION.build_model(run, data)
+    summary = REPLICATION.train(run, built, data, 1, lambda m, s: None)
+    assert vars(REPLICATION) == {} and set(data) == {"graph", "adjs", "x"}
+    assert summary["epochs_run"] == 3
+    metrics = REPLICATION.evaluate(run, built, data, 1, summary)
+    assert set(metrics) == {"val_micro_f1", "val_macro_f1", "test_micro_f1", "test_macro_f1"}
+    # the validation score is the one of the split drawn in build_model (2 of the 8 label.dat nodes at 0.25)
+    assert len(built.split.val) == 2 and metrics["val_micro_f1"] in (0.0, 50.0, 100.0)
+    assert metrics == REPLICATION.evaluate(run, built, data, 1, summary)

@@ -1,7 +1,14 @@
-"""PSHGCN (He et al., WWW 2024) and RGCN/HGT baselines under the official HGB protocol."""
+"""PSHGCN (He et al., WWW 2024) and RGCN/HGT baselines under the official HGB protocol.
+
+build_model draws the seed's validation split before the model's weights (the official RNG order) and returns
+both as one ``Seeded`` (the network and its split), so train and evaluate score the split it was built with and
+nothing of a seed is kept on this module's objects. report() renders the speed benchmark (benchmark.json, from
+``python -m replications.pshgcn.bench --out DIR``) with the protocol's times (replications/pshgcn/report.py).
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -12,9 +19,10 @@ from replications.pshgcn import data as pdata
 from replications.pshgcn.baselines import HGT, RGCN, RSAGE
 from replications.pshgcn.graph import relation_matrices
 from replications.pshgcn.model import PSHGCN
-from replications.pshgcn.train import fit, param_groups, scores, split_for_seed
+from replications.pshgcn.train import Split, fit, param_groups, scores, split_for_seed
 from shared.config_check import given
-from shared.replication import LogFn, Replication
+from shared.paper_report import PaperReport, PaperResults
+from shared.replication import LogFn, Replication, Run
 
 
 def is_pshgcn(model_cfg: DictConfig) -> bool:
@@ -22,22 +30,33 @@ def is_pshgcn(model_cfg: DictConfig) -> bool:
     return model_cfg.get("family", model_cfg.name) == "pshgcn"
 
 
+@dataclass(frozen=True)
+class Seeded:
+    """What build_model returns for one seed: the fresh network and the validation split drawn just before it."""
+
+    net: torch.nn.Module
+    split: Split
+
+
 class PSHGCNReplication(Replication):
     name = "pshgcn"
     paper_file = Path(__file__).with_name("paper.yaml")
 
-    def load_data(self, cfg: DictConfig) -> dict[str, Any]:
-        graph = pdata.load(cfg)
-        adjs = relation_matrices(graph, cfg.model) if is_pshgcn(cfg.model) else {}
-        return {"graph": graph, "adjs": {k: (a.to(cfg.device), a_t.to(cfg.device)) for k, (a, a_t) in adjs.items()},
-                "x": pdata.features(graph, cfg.device)}
+    def load_data(self, run: Run) -> dict[str, Any]:
+        graph, device = pdata.load(run.cfg), run.device
+        adjs = relation_matrices(graph, run.cfg.model) if is_pshgcn(run.cfg.model) else {}
+        return {"graph": graph, "adjs": {k: (a.to(device), a_t.to(device)) for k, (a, a_t) in adjs.items()},
+                "x": pdata.features(graph, device)}
 
-    def build_model(self, cfg: DictConfig, data: dict[str, Any]) -> torch.nn.Module:
-        g, m = data["graph"], cfg.model
+    def build_model(self, run: Run, data: dict[str, Any]) -> Seeded:
+        g, m = data["graph"], run.cfg.model
         # The official main.py draws the seed's validation split (numpy) before it builds the model (torch init,
         # then theta from numpy): the same order here makes our seed s the official seed s.
         target = g[g.target_type]
-        data["split"] = split_for_seed(target.train_mask, target.test_mask, cfg.paper.protocol.val_ratio)
+        split = split_for_seed(target.train_mask, target.test_mask, run.cfg.paper.protocol.val_ratio)
+        return Seeded(self._network(m, g).to(run.device), split)
+
+    def _network(self, m: DictConfig, g: Any) -> torch.nn.Module:
         if is_pshgcn(m):
             letters = {k: str(v) for k, v in m.node_letters.items()}
             model = PSHGCN(
@@ -53,13 +72,14 @@ class PSHGCNReplication(Replication):
             model = HGT(g, m.hidden, m.layers, m.heads, m.dropout)
         else:
             raise ValueError(f"unknown model '{m.name}' for pshgcn; valid: pshgcn, rgcn, rsage, hgt")
-        return model.to(cfg.device)
+        return model
 
-    def train(self, cfg: DictConfig, model: torch.nn.Module, data: dict[str, Any], seed: int, log: LogFn) -> dict:
+    def train(self, run: Run, model: Seeded, data: dict[str, Any], seed: int, log: LogFn) -> dict:
+        cfg = run.cfg
         g, m, protocol = data["graph"], cfg.model, cfg.paper.protocol
-        target, split = g[g.target_type], data["split"]  # drawn in build_model; evaluate() scores the same split
-        optimizer = torch.optim.AdamW(param_groups(model, m.lr, m.wd, m.get("prop_lr"), m.get("prop_wd")))
-        return fit(model, (data["x"], data["adjs"]), target.y.to(cfg.device), split, g.multilabel, optimizer,
+        target = g[g.target_type]  # model.split: drawn in build_model; evaluate scores the same split
+        optimizer = torch.optim.AdamW(param_groups(model.net, m.lr, m.wd, m.get("prop_lr"), m.get("prop_wd")))
+        return fit(model.net, (data["x"], data["adjs"]), target.y.to(run.device), model.split, g.multilabel, optimizer,
                    max_epochs=given(cfg.scale.max_epochs, protocol.max_epochs),
                    patience=given(cfg.scale.patience, protocol.patience),
                    # The epoch-0-only dropout is a quirk of PSHGCN's released loop, matched for PSHGCN; the
@@ -67,15 +87,21 @@ class PSHGCNReplication(Replication):
                    # AMiner overfits within 5-10 steps and early stopping keeps a constant predictor).
                    dropout_first_epoch_only=protocol.dropout_first_epoch_only and is_pshgcn(m), log=log)
 
-    def evaluate(self, cfg: DictConfig, model: torch.nn.Module, data: dict[str, Any]) -> dict[str, float]:
-        g, split = data["graph"], data["split"]
+    def evaluate(self, run: Run, model: Seeded, data: dict[str, Any], seed: int,
+                 summary: dict[str, Any]) -> dict[str, float]:
+        g, split = data["graph"], model.split
         y = g[g.target_type].y
-        model.eval()
+        model.net.eval()
         with torch.no_grad():
-            logits = model(data["x"], data["adjs"]).cpu()
+            logits = model.net(data["x"], data["adjs"]).cpu()
         out = {f"val_{k}": v for k, v in scores(logits[split.val], y[split.val], g.multilabel).items()}
         out |= {f"test_{k}": v for k, v in scores(logits[split.test], y[split.test], g.multilabel).items()}
         return out
+
+    def report(self, results: PaperResults) -> PaperReport | None:
+        from replications.pshgcn import report
+
+        return report.build(results)
 
 
 REPLICATION = PSHGCNReplication()
