@@ -127,6 +127,7 @@ def test_page_from_records_paired_difference_and_claims(tmp_path):
     assert [c.status for c in page.claims] == ["supported", "not testable here"]
     assert page.claims[0].effect == pytest.approx(expected) and page.claims[0].interval == tuple(d["ci95"])
     assert page.claims[0].kind == "paper" and page.claims[0].verified is True
+    assert page.claims[0].scale.endswith("F1 still rising in the last epoch")  # the curves gain 2 points in epoch 2
     text = "\n".join(b for b in page.blocks if isinstance(b, str))
     assert "**Verdict (mmLayout vs control, the claim): supported at this scale.**" in text
     tables = [b for b in page.blocks if isinstance(b, Table)]
