@@ -1,8 +1,7 @@
 """FUNSD forms (official split: 149 training, 50 test) as word sequences with boxes, BIO labels and segments.
 
-Every file is declared with its sha256 (manifests/funsd.sha256, copied from the mirror's SHA256SUMS, whose
-PROVENANCE.md cross-checks them against an independent upstream copy) and fetched through shared.data. PP-OCRv3
-declares only the test split and a paper package never imports another's, so the declaration is repeated here.
+The files are declared once for every paper, with their sha256, in shared.data.funsd (copied from the mirror's
+SHA256SUMS, whose PROVENANCE.md cross-checks them against an independent upstream copy) and fetched through shared.data.
 
 Word order is the annotation's (entity by entity, words in reading order within each), as every FUNSD labelling
 benchmark (LayoutLM's preprocessing included) uses it. Words with empty text are dropped (LayoutLM does the same):
@@ -11,17 +10,13 @@ they carry no token.
 
 from __future__ import annotations
 
-import json
 import struct
 from dataclasses import dataclass
 from pathlib import Path
 
-from shared.data import DataError, DatasetSpec, RemoteFile, fetch
+from shared.data import DataError, DatasetSpec, fetch, funsd
+from shared.data.funsd import SPLITS, URL
 
-MANIFEST = Path(__file__).with_name("manifests") / "funsd.sha256"
-URL = "https://guillaumejaume.github.io/FUNSD/dataset.zip"
-NOTE = "unzip dataset.zip into <mirror>/FUNSD/ (keeps the dataset/{training_data,testing_data}/ layout)"
-SPLITS = {"train": "training_data", "test": "testing_data"}
 ENTITY_TYPES = ("header", "question", "answer")  # FUNSD's fourth label, "other", is tagged O
 LABELS = ("O", *(f"{p}-{t.upper()}" for t in ENTITY_TYPES for p in ("B", "I")))
 LABEL_ID = {name: i for i, name in enumerate(LABELS)}
@@ -42,11 +37,7 @@ class Form:
 
 
 def spec() -> DatasetSpec:
-    files = []
-    for line in MANIFEST.read_text().splitlines():
-        sha, rel = line.split(maxsplit=1)
-        files.append(RemoteFile(name=rel, url=URL, sha256=sha))
-    return DatasetSpec(name="funsd", folder="FUNSD", files=tuple(files), note=NOTE)
+    return funsd.spec(tuple(SPLITS))
 
 
 def png_size(path: Path) -> tuple[int, int]:
@@ -83,11 +74,8 @@ def load(limit: int | None = None) -> dict[str, list[Form]]:
     """Both official splits, forms sorted by id; `limit` keeps the first forms of each (smoke runs only)."""
     paths = fetch(spec())
     out: dict[str, list[Form]] = {}
-    for split, folder in SPLITS.items():
-        forms = []
-        for rel in sorted(p for p in paths if p.startswith(f"dataset/{folder}/annotations/")):
-            image = paths[rel.replace("annotations/", "images/").replace(".json", ".png")]
-            annotation = json.loads(paths[rel].read_text("utf-8"))
-            forms.append(parse_form(Path(rel).stem, annotation, *png_size(image), str(image)))
+    for split in SPLITS:
+        forms = [parse_form(doc_id, annotation, *png_size(image), str(image))
+                 for doc_id, annotation, image in funsd.annotations(paths, split)]
         out[split] = forms[:limit] if limit else forms
     return out

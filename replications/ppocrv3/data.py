@@ -1,12 +1,12 @@
 """ICDAR 2015 Task 4.1 test set and FUNSD test forms, as HuggingFace `datasets` built from local files.
 
-Every file is declared with its sha256 (manifests/*.sha256, taken from the mirror's SHA256SUMS, whose
-PROVENANCE.md cross-checks them against independent upstream copies) and fetched through shared.data.
+Every file is declared with its sha256 (ICDAR 2015: manifests/icdar2015_test.sha256; FUNSD: shared.data.funsd, the
+declaration every paper shares), taken from the mirror's SHA256SUMS, whose PROVENANCE.md cross-checks them against
+independent upstream copies, and fetched through shared.data.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import datasets
@@ -14,21 +14,22 @@ import numpy as np
 from omegaconf import DictConfig
 
 from replications.ocr.regions import DONT_CARE, Regions
-from shared.data import DataError, DatasetSpec, RemoteFile, fetch
+from shared.data import DataError, DatasetSpec, RemoteFile, fetch, funsd
 
 MANIFESTS = Path(__file__).with_name("manifests")
-SOURCES = {  # official distribution of each dataset (a user without the mirror downloads these)
+SOURCES = {  # official distribution of each dataset (a user without the mirror downloads these); FUNSD: shared
     "icdar2015": ("ICDAR2015", "icdar2015_test.sha256", "https://rrc.cvc.uab.es/?ch=4&com=downloads",
                   "registration needed: Task 4.1 ch4_test_images.zip and Challenge4_Test_Task1_GT.zip; "
                   "unpack them into <mirror>/ICDAR2015/"),
-    "funsd": ("FUNSD", "funsd_test.sha256", "https://guillaumejaume.github.io/FUNSD/dataset.zip",
-              "unzip dataset.zip into <mirror>/FUNSD/ (keeps the dataset/testing_data/ layout)"),
+    "funsd": None,  # the test split of shared.data.funsd
 }
 
 
 def spec(name: str) -> DatasetSpec:
     if name not in SOURCES:
         raise DataError(f"ppocrv3 has no dataset '{name}'; valid: {', '.join(SOURCES)}")
+    if name == "funsd":
+        return funsd.spec(("test",))
     folder, manifest, url, note = SOURCES[name]
     files = []
     for line in (MANIFESTS / manifest).read_text().splitlines():
@@ -64,18 +65,15 @@ def _icdar2015(paths: dict[str, Path]) -> list[dict]:
 
 def _funsd(paths: dict[str, Path]) -> list[dict]:
     rows = []
-    for rel in sorted(p for p in paths if p.endswith(".json")):
-        form = json.loads(paths[rel].read_text("utf-8"))["form"]
+    for stem, annotation, image in funsd.annotations(paths, "test"):
         polys, texts = [], []
-        for entity in form:
+        for entity in annotation["form"]:
             for word in entity["words"]:
                 x0, y0, x1, y1 = (float(v) for v in word["box"])
                 polys.append([x0, y0, x1, y0, x1, y1, x0, y1])
                 texts.append(word["text"])
-        stem = Path(rel).stem
-        image = rel.replace("annotations/", "images/").replace(".json", ".png")
         # Words with empty text (266 of 8,973 in the test split) cannot be scored: treated as don't care.
-        rows.append({"image_id": stem, "image_path": str(paths[image]), "polygons": polys, "texts": texts,
+        rows.append({"image_id": stem, "image_path": str(image), "polygons": polys, "texts": texts,
                      "dont_care": [not t.strip() for t in texts]})
     return rows
 

@@ -1,11 +1,11 @@
 """Datasets: PubTabNet validation tables (the authors' 20-table mini set, or the full 9,115-table split from a
 user's download), PubLayNet's 20 example pages, FUNSD test forms (entities and links).
 
-The mini set, the PubLayNet examples and FUNSD are declared file by file with their sha256 (the mirror's
-PROVENANCE.md / SHA256SUMS) and fetched through shared.data. The full PubTabNet is a 12 GB tar.gz
-(`PubTabNet_2.0.0.jsonl` + images) whose checksum is not published and could not be computed here (no copy is
-reachable from this machine): the loader names the URL, checks what it can (the validation split has 9,115
-tables, every image present) and records the sha256 of the annotation file it read.
+The mini set, the PubLayNet examples and FUNSD (in shared.data.funsd, the declaration every paper shares) are
+declared file by file with their sha256 (the mirror's PROVENANCE.md / SHA256SUMS) and fetched through shared.data.
+The full PubTabNet is a 12 GB tar.gz (`PubTabNet_2.0.0.jsonl` + images) whose checksum is not published and could
+not be computed here (no copy is reachable from this machine): the loader names the URL, checks what it can (the
+validation split has 9,115 tables, every image present) and records the sha256 of the annotation file it read.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import datasets
 from omegaconf import DictConfig
 
 from replications.ppstructurev2.table import is_complex, merge_tokens, structure_of_html, to_html
-from shared.data import DataError, DatasetSpec, RemoteFile, cache_dir, fetch, mirror_dir
+from shared.data import DataError, DatasetSpec, RemoteFile, cache_dir, fetch, funsd, mirror_dir
 from shared.data.fetch import extract_zip, sha256_of
 
 PUBTABNET_COMMIT = "8ffde9024bd331f5a61c3c549fdf30dd3c3e43a5"
@@ -40,12 +40,12 @@ FILE_SOURCES = {  # dataset -> (mirror folder, manifest, official URL of the fil
     "publaynet_examples": ("PubLayNet-examples", "publaynet_examples.sha256",
                            f"https://raw.githubusercontent.com/ibm-aur-nlp/PubLayNet/{PUBLAYNET_COMMIT}/",
                            "the 20 example pages of ibm-aur-nlp/PubLayNet (examples/), not its val split"),
-    "funsd": ("FUNSD", "funsd_test.sha256", "https://guillaumejaume.github.io/FUNSD/dataset.zip",
-              "unzip dataset.zip into <mirror>/FUNSD/ (keeps the dataset/testing_data/ layout)"),
-}
+}  # FUNSD: the test split of shared.data.funsd
 
 
 def file_spec(name: str) -> DatasetSpec:
+    if name == "funsd":
+        return funsd.spec(("test",))
     folder, manifest, url, note = FILE_SOURCES[name]
     files = []
     for line in (MANIFESTS / manifest).read_text().splitlines():
@@ -144,8 +144,5 @@ def load_pages(cfg: DictConfig) -> datasets.Dataset:
 def load_funsd_forms() -> list[dict]:
     """FUNSD test forms: entities (id, label, words with boxes, text) and links, as annotated."""
     paths = fetch(file_spec("funsd"))
-    forms = []
-    for rel in sorted(p for p in paths if p.endswith(".json")):
-        form = json.loads(paths[rel].read_text("utf-8"))["form"]
-        forms.append({"form_id": Path(rel).stem, "entities": form})
-    return forms
+    return [{"form_id": form_id, "entities": annotation["form"]}
+            for form_id, annotation, _ in funsd.annotations(paths, "test")]
