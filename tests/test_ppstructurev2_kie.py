@@ -9,11 +9,6 @@ import pytest
 from replications.ppstructurev2 import kie
 
 
-def test_bio_spans_follow_conlleval():
-    tags = ["B-Q", "I-Q", "O", "I-A", "I-A", "B-A", "B-Q", "I-A"]
-    assert kie.bio_spans(tags) == {("Q", 0, 2), ("A", 3, 5), ("A", 5, 6), ("Q", 6, 7), ("A", 7, 8)}
-
-
 def test_ser_counts_an_entity_only_with_type_and_span_right():
     true = [["B-Q", "I-Q", "B-A", "O"], ["B-H"]]
     pred = [["B-Q", "I-Q", "B-Q", "O"], ["B-H"]]  # 2 of 3 entities right, 3 predicted

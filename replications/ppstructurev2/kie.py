@@ -1,9 +1,10 @@
 """Key information extraction: the SER and RE metrics and the TB-YX reading order of PP-StructureV2.
 
-- SER (semantic entity recognition) is scored at entity level, as PaddleOCR's VQASerTokenMetric does through
-  seqeval: word-level BIO tags -> entity spans (conlleval rules: an entity starts at B-X, or at I-X after O or
-  another type, and runs while I-X follows); an entity counts when type and span both match; micro precision,
-  recall and F1 over every entity of every document. FUNSD's `other` is O (PaddleOCR drops OTHER from the labels).
+- SER (semantic entity recognition) is scored at entity level (shared.metrics.entity_scores), as PaddleOCR's
+  VQASerTokenMetric does through seqeval: word-level BIO tags -> entity spans (conlleval rules: an entity starts at
+  B-X, or at I-X after O or another type, and runs while I-X follows); an entity counts when type and span both
+  match; micro precision, recall and F1 over every entity of every document. FUNSD's `other` is O (PaddleOCR drops
+  OTHER from the labels).
 - RE (relation extraction) is scored on key -> value links: a predicted (question entity, answer entity) pair
   counts when both ends match a ground-truth link; micro precision, recall, F1 (percent).
 - TB-YX: text boxes sorted by (y1, x1), then a box whose y1 lies within `th` (20 px) of the box before it and
@@ -15,39 +16,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-Span = tuple[str, int, int]  # (entity type, first word, last word + 1)
+from shared.metrics import entity_scores, prf_from_counts
 
-
-def bio_spans(tags: Sequence[str]) -> set[Span]:
-    spans, start, kind = set(), None, None
-    for i, tag in enumerate([*tags, "O"]):
-        prefix, _, typ = tag.partition("-")
-        continues = prefix == "I" and kind == typ and start is not None
-        if start is not None and not continues:
-            spans.add((kind, start, i))
-            start, kind = None, None
-        if prefix == "B" or (prefix == "I" and not continues):
-            start, kind = i, typ
-    return spans
-
-
-def prf(correct: int, predicted: int, true: int) -> dict[str, float]:
-    p = 100.0 * correct / predicted if predicted else 0.0
-    r = 100.0 * correct / true if true else 0.0
-    return {"precision": p, "recall": r, "f1": 2 * p * r / (p + r) if p + r else 0.0}
-
-
-def ser_scores(true_docs: Sequence[Sequence[str]], pred_docs: Sequence[Sequence[str]]) -> dict[str, float]:
-    """Entity-level micro P/R/F1 (percent) over documents of word-level BIO tags."""
-    if len(true_docs) != len(pred_docs):
-        raise ValueError(f"{len(true_docs)} true documents but {len(pred_docs)} predicted")
-    correct = predicted = true = 0
-    for t, p in zip(true_docs, pred_docs):
-        if len(t) != len(p):
-            raise ValueError(f"a document has {len(t)} true tags but {len(p)} predicted")
-        ts, ps = bio_spans(t), bio_spans(p)
-        correct, predicted, true = correct + len(ts & ps), predicted + len(ps), true + len(ts)
-    return prf(correct, predicted, true)
+# SER is shared.metrics' entity P/R/F1 (the same metric scores mmLayout): re-exported under PaddleOCR's name.
+ser_scores = entity_scores
 
 
 def re_scores(true_links: Sequence[set[tuple[int, int]]], pred_links: Sequence[set[tuple[int, int]]]
@@ -56,7 +28,7 @@ def re_scores(true_links: Sequence[set[tuple[int, int]]], pred_links: Sequence[s
     if len(true_links) != len(pred_links):
         raise ValueError(f"{len(true_links)} true documents but {len(pred_links)} predicted")
     correct = sum(len(set(t) & set(p)) for t, p in zip(true_links, pred_links))
-    return prf(correct, sum(len(set(p)) for p in pred_links), sum(len(set(t)) for t in true_links))
+    return prf_from_counts(correct, sum(len(set(p)) for p in pred_links), sum(len(set(t)) for t in true_links))
 
 
 # ---- FUNSD ground truth -------------------------------------------------------------------------------------
