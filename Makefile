@@ -57,13 +57,14 @@ sweep-%: venv
 	$(PY) -m replications --multirun paper=$* +sweep=$(or $(SWEEP),$*) $(NARROW) $(ARGS)
 	$(PY) -m shared.sweep $$(ls -td multirun/*/* | head -1)
 
-# Speed and memory benchmarks: replications/<package>/bench.py writes its figures under results/.
+# Speed and memory benchmarks: replications/<package>/bench.py writes its figures into the committed results/<package>
+# (run by hand, a bench writes under outputs/results/); `make report` renders them into the paper's page.
 bench-%: venv
-	$(PY) -m replications.$*.bench $(ARGS)
+	$(PY) -m replications.$*.bench --out results/$* $(ARGS)
 
 # Flat vs hierarchical all-to-all on the emulated multi-node cluster (root + ip netns; results/moe/COMM_BENCHMARK.md).
 bench-moe-comm: venv
-	$(PY) -m replications.moe.bench_comm $(ARGS)
+	$(PY) -m replications.moe.bench_comm --out results/moe $(ARGS)
 
 clean-cache:
 	rm -rf $${REPLICATIONS_CACHE:-$$HOME/.cache/replications}

@@ -24,7 +24,8 @@ from shared import report
 from shared.config_check import check_added_keys, validate
 from shared.data import DataError
 from shared.destination import DestinationError, protocol, results_root
-from shared.runner import PROJECT_ROOT, ConfigError, check_choices, is_legacy, run
+from shared.paths import REPO_ROOT
+from shared.runner import ConfigError, check_choices, run
 from shared.smoke import apply_smoke
 from shared.writable import ensure_writable
 
@@ -39,7 +40,7 @@ def config_changes(overrides: list[str]) -> list[str]:
 
 def plan_configs(paper: str, overrides: list[str]) -> list[tuple[str, str, DictConfig]]:
     """Every (dataset, model, config) to run, all composed and checked before anything runs."""
-    paper_conf = OmegaConf.load(PROJECT_ROOT / "conf" / "paper" / f"{paper}.yaml")
+    paper_conf = OmegaConf.load(REPO_ROOT / "conf" / "paper" / f"{paper}.yaml")
     # Read the plan from the paper file itself: composing with only `paper=` would pull the default
     # dataset (dblp) and fail for every paper that has no model config for it.
     plan = paper_conf.replicate
@@ -52,7 +53,7 @@ def plan_configs(paper: str, overrides: list[str]) -> list[tuple[str, str, DictC
                               f"valid: {', '.join(paper_conf.datasets)}")
     rest = [o for o in overrides if o.split("=", 1)[0] not in NARROWING]
     configs = []
-    with initialize_config_dir(config_dir=str(PROJECT_ROOT / "conf"), version_base="1.3"):
+    with initialize_config_dir(config_dir=str(REPO_ROOT / "conf"), version_base="1.3"):
         for dataset in datasets:
             for model in models:
                 choice = model_choice(paper, list(plan.models), model, dataset)
@@ -67,10 +68,10 @@ def plan_configs(paper: str, overrides: list[str]) -> list[tuple[str, str, DictC
 
 def model_choice(paper: str, planned: list[str], model: str, dataset: str) -> str:
     """The config choice for `model`: a config name (gaga_mlp) or the name results use (mlp)."""
-    by_name = {str(OmegaConf.load(PROJECT_ROOT / "conf" / "model" / f"{c}.yaml").name): c
-               for c in planned if c != paper and (PROJECT_ROOT / "conf" / "model" / f"{c}.yaml").exists()}
+    by_name = {str(OmegaConf.load(REPO_ROOT / "conf" / "model" / f"{c}.yaml").name): c
+               for c in planned if c != paper and (REPO_ROOT / "conf" / "model" / f"{c}.yaml").exists()}
     choice = f"{paper}/{dataset}" if model == paper else by_name.get(model, model)
-    if not (PROJECT_ROOT / "conf" / "model" / f"{choice}.yaml").exists():
+    if not (REPO_ROOT / "conf" / "model" / f"{choice}.yaml").exists():
         accepted = sorted({paper, *by_name, *planned})
         raise ConfigError(f"paper '{paper}' has no model '{model}' for dataset '{dataset}'; "
                           f"accepted names: {', '.join(accepted)}")
@@ -112,8 +113,6 @@ def main(argv: list[str]) -> int:
             except (ConfigError, DataError, DestinationError) as exc:
                 print(f"error: {exc}", file=sys.stderr)
                 return 2
-    if configs and is_legacy(replication):  # TRANSITIONAL (issue 26): its own scripts until it is ported
-        replication.after_replicate(configs[-1][2])  # type: ignore[attr-defined]
     if changes:  # the paper's own page beside the runs it was built from (the committed pages stay as they are)
         for root in sorted(roots):
             report.write_paper_pages(Path(root), {paper: replication.report})

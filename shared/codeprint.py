@@ -14,7 +14,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from shared.runinfo import REPO_ROOT
+from shared.paths import REPO_ROOT
 
 PRESENTATION = {"report.py", "merge.py", "sweep.py", "reference.py", "bench.py", "table.py", "figures.py",
                 "codeprint.py", "verify.py"}

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 import json
 import time
 from pathlib import Path
@@ -26,7 +25,6 @@ from shared.stats import aggregate
 from shared.tracking import make_tracker
 from shared.writable import ensure_writable
 
-PROJECT_ROOT = REPO_ROOT  # the name the paper packages import
 # The code this process runs is the code checked out when it started: every (dataset, model) of one
 # process records this commit, even if HEAD moves (a commit, a checkout) while a long protocol runs.
 PROCESS_START_GIT = git_state()
@@ -43,12 +41,6 @@ def seeds_of(cfg: DictConfig) -> list[int]:
 def result_path(cfg: DictConfig) -> Path:
     # results/ only for the paper's protocol; any other run under outputs/ or its results_dir (shared.destination)
     return results_root(cfg) / cfg.paper.name / cfg.dataset.name / f"{cfg.model.name}.json"
-
-
-def is_legacy(replication: Replication) -> bool:
-    """TRANSITIONAL (issue 26): a package not yet ported to ``Run`` (its evaluate takes (cfg, model, data)).
-    Removed with the last package's port."""
-    return "summary" not in inspect.signature(replication.evaluate).parameters
 
 
 def make_run(cfg: DictConfig) -> Run:
@@ -84,7 +76,7 @@ def resumable_runs(cfg: DictConfig, config: dict[str, Any]) -> list[dict[str, An
 
 def top_level_keys() -> list[str]:
     """What conf/config.yaml defines: its config groups and plain keys. Nothing reads any other key."""
-    base = OmegaConf.load(PROJECT_ROOT / "conf" / "config.yaml")
+    base = OmegaConf.load(REPO_ROOT / "conf" / "config.yaml")
     groups = [k for entry in base.defaults if isinstance(entry, DictConfig) for k in entry if " " not in k]
     return groups + [k for k in base if k not in ("defaults", "hydra")]
 
@@ -119,9 +111,7 @@ def run(cfg: DictConfig, replication: Replication) -> dict[str, Any]:
     env = environment(PROCESS_START_GIT)
     spec = make_run(cfg)
     started = time.perf_counter()
-    legacy = is_legacy(replication)
-    handed: Any = cfg if legacy else spec
-    data = replication.load_data(handed)
+    data = replication.load_data(spec)
     data_seconds = time.perf_counter() - started
 
     config = OmegaConf.to_container(cfg, resolve=True)
@@ -138,10 +128,9 @@ def run(cfg: DictConfig, replication: Replication) -> dict[str, Any]:
         seed_everything(seed)
         tracker.start(cfg, seed)
         t0 = time.perf_counter()
-        model = replication.build_model(handed, data)
-        summary = replication.train(handed, model, data, seed, tracker.log)
-        metrics = (replication.evaluate(cfg, model, data) if legacy  # type: ignore[call-arg]
-                   else replication.evaluate(spec, model, data, seed, summary))
+        model = replication.build_model(spec, data)
+        summary = replication.train(spec, model, data, seed, tracker.log)
+        metrics = replication.evaluate(spec, model, data, seed, summary)
         summary = stored(summary)
         seconds = time.perf_counter() - t0
         tracker.finish(metrics, reported)

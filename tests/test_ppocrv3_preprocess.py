@@ -7,7 +7,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from replications.ocr.preprocess import IMAGENET_MEAN, IMAGENET_STD, DetInput
-from shared.runner import PROJECT_ROOT
+from shared.paths import REPO_ROOT
 
 IMAGENET = DetInput(960, "max", IMAGENET_MEAN, IMAGENET_STD)
 PP_CONFIGS = ["ppocrv3/icdar2015", "ppocrv3/funsd", "ppocrv3_ppocrv2", "ppocrv3_ppocrv4"]
@@ -43,7 +43,7 @@ def test_bad_settings_are_refused():
 
 @pytest.mark.parametrize("name", PP_CONFIGS)
 def test_every_release_is_fed_as_paddleocr_inference_feeds_it(name):
-    det = OmegaConf.load(PROJECT_ROOT / "conf" / "model" / f"{name}.yaml").det
+    det = OmegaConf.load(REPO_ROOT / "conf" / "model" / f"{name}.yaml").det
     assert (det.limit_side_len, det.limit_type) == (960, "max")
     assert tuple(det.mean) == IMAGENET_MEAN and tuple(det.std) == IMAGENET_STD
     assert (det.thresh, det.box_thresh, det.unclip_ratio, det.use_dilation) == (0.3, 0.6, 1.5, False)

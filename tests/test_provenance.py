@@ -9,7 +9,8 @@ import pytest
 
 from shared.codeprint import code_fingerprint
 from shared.merge import MixedCodeError, check_same_code
-from shared.runinfo import REPO_ROOT, portable_paths
+from shared.paths import REPO_ROOT
+from shared.runinfo import portable_paths
 
 
 def _git(repo: Path, *args: str) -> str:

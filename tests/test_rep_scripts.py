@@ -14,8 +14,6 @@ from shared.paths import REPO_ROOT, RESULTS
 from shared.reference import load_paper, recompare
 from shared.verdict import STATUSES
 
-PROJECT_ROOT = REPO_ROOT
-
 
 def record(alpha: float, val: float, test: float, dataset: str = "wn18rr", model: str = "transe") -> dict:
     names = [f"{s}_{m}_{st}" for s in ("val", "test") for m in ("mrr", "mr", "hits1", "hits3", "hits10")
@@ -113,7 +111,7 @@ def test_merge_joins_single_seed_files_and_skips_partial_ones(tmp_path) -> None:
 
 
 def test_no_results_root_is_computed_in_the_package() -> None:
-    for path in (PROJECT_ROOT / "replications" / "rep").glob("*.py"):
+    for path in (REPO_ROOT / "replications" / "rep").glob("*.py"):
         text = path.read_text()
         assert "parents[" not in text and "PROJECT_ROOT" not in text and "result_path" not in text, path.name
 
@@ -122,4 +120,4 @@ def test_gpu_and_full_recipe_scripts_parse() -> None:
     import subprocess
 
     for script in ("replications/rep/full.sh", "replications/rep/gpu/check.sh", "replications/rep/gpu/stage.sh"):
-        subprocess.run(["bash", "-n", str(PROJECT_ROOT / script)], check=True)
+        subprocess.run(["bash", "-n", str(REPO_ROOT / script)], check=True)

@@ -12,14 +12,16 @@ each MoE pass is timed right beside a dense pass, the cases take turns round-rob
 every case), and the ratio reported is the median over pairs with a bootstrap 95 % interval over pairs.
 The `matmul ceiling` column times the same six grouped matmuls (at the routing's own per-expert row
 counts) against the dense FFN's three, alone: the ratio the layer could reach if routing, gathers and
-combine cost nothing. Writes results/moe/BENCHMARK.md, results/moe/benchmark.json and
-results/moe/benchmark.png (each gate's ratio with its interval, its ceiling, the target). Threads:
-$BENCH_THREADS (default 1). If results/moe/benchmark_before.json exists (an earlier commit's
+combine cost nothing. Writes BENCHMARK.md, benchmark.json and benchmark.png into --out (default
+outputs/results/moe; `make bench-moe` passes the committed results/moe); the figure shows each gate's ratio
+with its interval, its ceiling and the target. Threads:
+$BENCH_THREADS (default 1). If <out>/benchmark_before.json exists (an earlier commit's
 benchmark.json, optionally with a `note` on what it was), the table shows its ratio beside this run's.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import statistics
@@ -34,10 +36,10 @@ from torch import nn
 
 from replications.moe import MoELayer, make_gate
 from shared.atomic import save_figure_atomic, write_json_atomic, write_text_atomic
+from shared.paths import HAND_RUNS
 from shared.runinfo import environment
 from shared.stats import percentile_interval, resample_indices
 
-ROOT = Path(__file__).resolve().parents[2]
 D, H, TOKENS = 256, 1024, 2048
 REPS = 40  # pairs per case ($BENCH_REPS overrides); 7 left the ratio swinging 0.58-0.83 here
 CASES = [("switch", 2, {}), ("switch", 4, {}), ("switch", 8, {}), ("switch", 16, {}),
@@ -134,7 +136,10 @@ def summarise(c: dict) -> dict:
             "matmul_ceiling": statistics.median(mm), "pairs": len(ratios)}
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=HAND_RUNS / "moe", help="folder for benchmark.*")
+    out = parser.parse_args(argv).out
     reps = pairs_per_case()  # before any work: a bad value fails at once
     torch.set_num_threads(int(os.environ.get("BENCH_THREADS", "1")))
     torch.manual_seed(0)
@@ -159,7 +164,6 @@ def main() -> int:
               f"[{r['ratio_ci95'][0]:.2f}, {r['ratio_ci95'][1]:.2f}]  matmul ceiling {r['matmul_ceiling']:.2f}", flush=True)
     record = {"threads": torch.get_num_threads(), "reps": reps, "load_average_after": os.getloadavg(),
               "wall_seconds": time.time() - t_start, "environment": environment(), "rows": rows}
-    out = ROOT / "results" / "moe"
     before = out / "benchmark_before.json"
     baseline = json.loads(before.read_text()) if before.exists() else None
     write_json_atomic(out / "benchmark.json", record)

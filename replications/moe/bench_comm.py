@@ -28,9 +28,9 @@ import torch
 from replications.moe.costmodel import CostModel, fit
 from replications.moe.testbed import EmulatedCluster, _burst_kbit, testbed_unavailable_reason
 from shared.atomic import save_figure_atomic, write_json_atomic, write_text_atomic
+from shared.paths import HAND_RUNS
 from shared.runinfo import environment, git_state
 
-ROOT = Path(__file__).resolve().parents[2]
 SIZES = [2**10, 2**12, 2**14, 2**16, 2**18, 2**20, 2**22, 2**23]  # 1 KiB .. 8 MiB per rank
 FIT_OPS = ("p2p_intra", "p2p_inter", "flat")
 # Model extrapolation, NOT measured: a HetuMoE-like commodity cluster (Hetu's run_2node_comm.sh: 2 nodes x
@@ -273,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rates", default="100,400,2000", help="Mbit/s, comma-separated; none = unshaped")
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)), help="per-rank bytes, comma-separated")
     parser.add_argument("--reps", type=int, default=5)
-    parser.add_argument("--out", default=str(ROOT / "results" / "moe"), help="folder for comm_benchmark.*")
+    parser.add_argument("--out", default=str(HAND_RUNS / "moe"), help="folder for comm_benchmark.*")
     parser.add_argument("--reanalyse", metavar="JSON", help="refit and rewrite from a stored comm_benchmark.json "
                         "(its timings, command and commit kept; the analysis commit recorded beside them)")
     args = parser.parse_args(argv)

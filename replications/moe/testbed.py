@@ -39,7 +39,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
+from shared.paths import REPO_ROOT as ROOT
+
 PREFIX = "moetb"  # every namespace this module creates is named moetb<pid>_<k>_<role>
 PORT = 29500  # inside the namespaces nothing else listens
 QUEUE_MS = 50  # tbf queue bound

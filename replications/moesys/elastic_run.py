@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from replications.moesys.elastic import LOG, NODE_ENV, train
-from shared.runinfo import REPO_ROOT
+from shared.paths import REPO_ROOT
 
 RDZV = "join_timeout=60,last_call_timeout=2,close_timeout=5,keep_alive_interval=1,keep_alive_max_attempt=5"
 

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import replications
 from shared.atomic import write_json_atomic, write_text_atomic
+from shared.paths import HAND_RUNS, REPO_ROOT
 from shared.runinfo import environment
-from shared.runner import PROJECT_ROOT
 
 TARGET_SECONDS = 600
 
@@ -26,7 +26,7 @@ TARGET_SECONDS = 600
 def time_paper(paper: str) -> dict:
     cmd = [sys.executable, "-m", "replications.replicate", paper, "scale=smoke", "tracker=none"]
     load_before, started = os.getloadavg()[0], time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=PROJECT_ROOT)
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO_ROOT)
     seconds = time.perf_counter() - started
     if proc.returncode != 0:
         print(proc.stdout[-2000:], proc.stderr[-4000:], sep="\n", file=sys.stderr)
@@ -58,7 +58,7 @@ def render(rows: list[dict], env: dict, total: float) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=PROJECT_ROOT / "results" / "smoke")
+    parser.add_argument("--out", type=Path, default=HAND_RUNS / "smoke")
     parser.add_argument("--papers", default=",".join(replications.available()))
     args = parser.parse_args(argv)
     env = environment()  # at the start: the commit whose code the runs below time
