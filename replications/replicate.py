@@ -67,10 +67,13 @@ def plan_configs(paper: str, overrides: list[str]) -> list[tuple[str, str, DictC
 
 
 def model_choice(paper: str, planned: list[str], model: str, dataset: str) -> str:
-    """The config choice for `model`: a config name (gaga_mlp) or the name results use (mlp)."""
+    """The config choice for `model`: a config name (gaga_mlp), the name results and pages use (mlp), or the
+    paper's own name; one model, one name on the page, accepted on the command line."""
+    slot = f"{paper}/{dataset}"  # the paper's own model: its result name may differ (flexmoe runs switch_e8)
+    configs = [slot if c == paper else c for c in planned]
     by_name = {str(OmegaConf.load(REPO_ROOT / "conf" / "model" / f"{c}.yaml").name): c
-               for c in planned if c != paper and (REPO_ROOT / "conf" / "model" / f"{c}.yaml").exists()}
-    choice = f"{paper}/{dataset}" if model == paper else by_name.get(model, model)
+               for c in configs if (REPO_ROOT / "conf" / "model" / f"{c}.yaml").exists()}
+    choice = slot if model == paper else by_name.get(model, model)
     if not (REPO_ROOT / "conf" / "model" / f"{choice}.yaml").exists():
         accepted = sorted({paper, *by_name, *planned})
         raise ConfigError(f"paper '{paper}' has no model '{model}' for dataset '{dataset}'; "

@@ -16,8 +16,10 @@ from pathlib import Path
 
 import pytest
 import torch
+from omegaconf import OmegaConf
 
 from replications import replicate, verify
+from shared.paths import REPO_ROOT
 from tests.conftest import compose_cfg
 from tests.test_runner import paper_file  # noqa: F401  (fixture)
 
@@ -104,6 +106,19 @@ def test_every_committed_config_passes_the_check():
 def test_model_name_as_the_results_use_it_is_accepted():
     (_, model, cfg), = replicate.plan_configs("gaga", ["dataset=tolokers", "model=mlp"])
     assert cfg.model.name == "mlp" and model == "mlp"
+
+
+@pytest.mark.parametrize(("paper", "dataset"), [
+    (p, d) for p in ("evomoe", "flexmoe", "gaga", "moesys", "ppstructurev2", "rep", "ta_moe", "hetumoe")
+    for d in OmegaConf.load(REPO_ROOT / "conf" / "paper" / f"{p}.yaml").replicate.datasets])
+def test_every_planned_model_is_accepted_by_its_result_name(paper, dataset):
+    """One model, one name: the name a result file and the page use is a valid model= value (flexmoe's own
+    config runs switch_e8, moesys's ring_memory, ppstructurev2's slanet / picodet_cdla)."""
+    plan = OmegaConf.load(REPO_ROOT / "conf" / "paper" / f"{paper}.yaml").replicate
+    for planned in plan.models:
+        choice = replicate.model_choice(paper, list(plan.models), planned, dataset)
+        name = str(OmegaConf.load(REPO_ROOT / "conf" / "model" / f"{choice}.yaml").name)
+        assert replicate.model_choice(paper, list(plan.models), name, dataset) == choice, (paper, planned, name)
 
 
 def test_unknown_model_lists_the_accepted_names(capsys, tmp_path, fresh_cache):
