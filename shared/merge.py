@@ -11,9 +11,13 @@ inputs, provided its config matches the others apart from which seeds to run: e.
 sequential run plus a parallel job's seeds 4-5.
 
     python -m shared.merge [--seeds 1,2,3] replications/<paper>/paper.yaml OUT.json IN.json [IN.json ...]
+    python -m shared.merge --roots OUT_ROOT JOB_ROOT [JOB_ROOT ...]
 
 With ``--seeds`` the record is ``complete`` only when every planned seed is in (else ``missing_seeds``
-lists the rest and the report flags it).
+lists the rest and the report flags it). ``--roots`` is the whole-protocol form, the one front-end for every
+paper: it finds every complete ``<job root>/<paper>/<dataset>/<model>.json`` (never a ``.partial.json``), groups
+them by (paper, dataset, model), merges each group against its protocol's planned seeds (from the stored
+config) and writes ``OUT_ROOT/<paper>/<dataset>/<model>.json``.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from typing import Any
 
 from shared.atomic import write_json_atomic
 from shared.codeprint import code_fingerprint
+from shared.paths import PAPERS_DIR
 from shared.reference import compare, load_paper
 from shared.runinfo import portable_paths
 from shared.stats import aggregate
@@ -122,7 +127,43 @@ def merge_records(records: list[dict[str, Any]], paper_file: Path, sources: list
     }
 
 
+def planned_seeds(record: dict[str, Any]) -> list[int] | None:
+    """The protocol's seeds as the record's config names them (scale.seeds wins, as in the runner)."""
+    config = record.get("config") or {}
+    seeds = (config.get("scale") or {}).get("seeds") or ((config.get("paper") or {}).get("protocol") or {}).get("seeds")
+    return [int(s) for s in seeds] if seeds else None
+
+
+def job_records(roots: list[Path]) -> dict[tuple[str, str, str], list[tuple[Path, dict[str, Any]]]]:
+    """(paper, dataset, model) -> every complete record under <root>/<paper>/<dataset>/<model>.json."""
+    groups: dict[tuple[str, str, str], list[tuple[Path, dict[str, Any]]]] = {}
+    for root in roots:
+        for path in sorted(root.glob("*/*/*.json")):
+            if path.name.endswith(".partial.json"):
+                continue  # an interrupted job: its seeds are not finished records
+            try:
+                record = json.loads(path.read_text())
+            except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+                continue
+            if isinstance(record, dict) and record.get("complete") is True and "paper" in record:
+                groups.setdefault((record["paper"], record["dataset"], record["model"]), []).append((path, record))
+    return groups
+
+
+def merge_roots(roots: list[Path], papers_dir: Path = PAPERS_DIR,
+                allow_mixed_code: bool = False) -> dict[tuple[str, str, str], dict[str, Any]]:
+    """Every (paper, dataset, model) found under the job roots, merged over its protocol's planned seeds."""
+    out = {}
+    for key, found in sorted(job_records(roots).items()):
+        records = [r for _, r in found]
+        out[key] = merge_records(records, papers_dir / key[0] / "paper.yaml", [str(p) for p, _ in found],
+                                 planned_seeds(records[0]), allow_mixed_code)
+    return out
+
+
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["--roots"]:
+        return main_roots(argv[1:])
     parser = argparse.ArgumentParser(description="merge one (paper, dataset, model)'s per-seed jobs")
     parser.add_argument("--seeds", help="planned seeds, e.g. 1,2,3,4,5: the record is complete only with all of them")
     parser.add_argument("paper_file", type=Path)
@@ -140,6 +181,28 @@ def main(argv: list[str]) -> int:
         return 2
     write_json_atomic(args.out, record)
     print(f"wrote {args.out} (seeds {[r['seed'] for r in record['runs']]}, missing {record['missing_seeds']})")
+    return 0
+
+
+def main_roots(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m shared.merge --roots",
+                                     description="merge every one-seed job found under the job roots")
+    parser.add_argument("out_root", type=Path, help="results folder to write <paper>/<dataset>/<model>.json in")
+    parser.add_argument("roots", type=Path, nargs="+", help="job folders holding <paper>/<dataset>/<model>.json")
+    parser.add_argument("--allow-mixed-code", action="store_true")
+    args = parser.parse_args(argv)
+    try:
+        merged = merge_roots(args.roots, allow_mixed_code=args.allow_mixed_code)
+    except (OSError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if not merged:
+        print(f"error: no complete result record under {', '.join(map(str, args.roots))}", file=sys.stderr)
+        return 2
+    for (paper, dataset, model), record in merged.items():
+        target = args.out_root / paper / dataset / f"{model}.json"
+        write_json_atomic(target, record)
+        print(f"wrote {target} (seeds {[r['seed'] for r in record['runs']]}, missing {record['missing_seeds']})")
     return 0
 
 

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from replications.gaga import REPLICATION, report
-from replications.gaga.merge import job_files, merge
+from shared.merge import job_records, merge_records, merge_roots
 from shared.paper_report import PaperResults
 from shared.report import write_paper_pages
 from shared.stats import aggregate
@@ -19,6 +19,15 @@ def record(seed: int, auc: float, model: str = "gaga") -> dict:
             "runs": [{"seed": seed, "metrics": {"test_auc": auc}, "train": {"epochs_run": 5}, "wall_seconds": 1.0}],
             "wall_seconds": 2.0, "data_seconds": 0.5, "peak_memory_mb": 10.0 + seed,
             "environment": {"hardware": {}}, "config": {"seed": seed, "paper": {"protocol": {"seeds": [0, 1, 2]}}}}
+
+
+def merge(records: list[dict]) -> dict:
+    """The one merge front-end (shared.merge) as --roots calls it for GAGA: planned seeds from the config."""
+    from shared.merge import planned_seeds
+
+    if not records:
+        return merge_records([], REPLICATION.paper_file)
+    return merge_records(records, REPLICATION.paper_file, planned=planned_seeds(records[0]))
 
 
 def test_merge_matches_aggregate_and_orders_seeds():
@@ -46,13 +55,17 @@ def test_merge_refuses_duplicates_and_mixtures():
 
 def test_partial_records_are_never_merged(tmp_path):
     partial = {"complete": False, "runs": [], "config": {"seed": 3}}  # what an interrupted job leaves
-    with pytest.raises(ValueError, match="partial"):
-        merge([record(0, 70.0), partial])
+    with pytest.raises(ValueError, match="nothing to merge"):
+        merge([partial])
     for seed, name in ((0, "gaga.json"), (1, "gaga.json"), (2, "gaga.partial.json")):
         path = tmp_path / str(seed) / "gaga" / "tolokers" / name
         path.parent.mkdir(parents=True)
-        path.write_text(json.dumps(record(seed, 70.0)))
-    assert [p.parent.parent.parent.name for p in job_files(tmp_path, "tolokers", "gaga")] == ["0", "1"]
+        path.write_text(json.dumps(record(seed, 70.0 + seed)))
+    roots = sorted(tmp_path.iterdir())
+    found = job_records(roots)
+    assert [p.parent.parent.parent.name for p, _ in found["gaga", "tolokers", "gaga"]] == ["0", "1"]
+    merged = merge_roots(roots)["gaga", "tolokers", "gaga"]
+    assert [r["seed"] for r in merged["runs"]] == [0, 1] and merged["missing_seeds"] == [2] and not merged["complete"]
 
 
 def protocol_record(model: str, aucs: list[float], **dataset_cfg) -> dict:
@@ -93,3 +106,11 @@ def test_page_from_records_and_benchmark(tmp_path):
 
 def test_no_page_without_records_or_benchmark(tmp_path):
     assert report.build(PaperResults("gaga", tmp_path / "gaga", {})) is None
+
+
+def test_roots_front_end_says_when_nothing_is_found(tmp_path, capsys):
+    from shared.merge import main
+
+    (tmp_path / "empty").mkdir()
+    assert main(["--roots", str(tmp_path / "out"), str(tmp_path / "empty")]) == 2
+    assert "no complete result record" in capsys.readouterr().err and not (tmp_path / "out").exists()

@@ -87,7 +87,7 @@ def test_committed_records_build_a_page_and_every_reference_has_a_tolerance(tmp_
 
 
 def test_merge_joins_single_seed_files_and_skips_partial_ones(tmp_path) -> None:
-    from replications.rep import merge
+    from shared import merge
 
     def single(seed: int, mrr: float) -> dict:
         r = record(0.7, 0.3, 0.3)
@@ -102,7 +102,7 @@ def test_merge_joins_single_seed_files_and_skips_partial_ones(tmp_path) -> None:
         path.write_text(json.dumps(single(seed, mrr)))
     # a partial file (even one claiming completeness) is never read: seed 3 stays missing
     (tmp_path / "s2" / "rep" / "wn18rr" / "transe.partial.json").write_text(json.dumps(single(3, 0.9)))
-    assert merge.main([str(tmp_path / "out"), str(tmp_path / "s1"), str(tmp_path / "s2")]) == 0
+    assert merge.main(["--roots", str(tmp_path / "out"), str(tmp_path / "s1"), str(tmp_path / "s2")]) == 0
     out = json.loads((tmp_path / "out" / "rep" / "wn18rr" / "transe.json").read_text())
     assert [r["seed"] for r in out["runs"]] == [1, 2] and out["missing_seeds"] == [3] and not out["complete"]
     assert abs(out["aggregate"]["test_mrr_base"]["mean"] - 0.3) < 1e-12 and out["aggregate"]["test_mrr_base"]["n"] == 2

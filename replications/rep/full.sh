@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole REP protocol at published strength, one command: every (dataset, base model) of
 # conf/paper/rep.yaml `replicate`, seeds 1-3 as parallel jobs (one process per seed, each running the 8
-# pairs in turn), then joined with shared.merge (python -m replications.rep.merge) into results/rep/ and
+# pairs in turn), then joined with the one merge front-end (python -m shared.merge --roots) into results/rep/ and
 # the results pages rebuilt (python -m replications.report: REP's page is its report(), replications/rep/report.py). Usage, from the repository root:
 #   bash replications/rep/full.sh [DEVICE] [SEEDS]        e.g.  bash replications/rep/full.sh cuda "1 2 3"
 # Cost: on a GPU, not measured yet (replications/rep/gpu/check.sh measures each recipe's steps/s: the full
@@ -34,5 +34,5 @@ done
 wait
 roots=()
 for seed in $seeds; do roots+=("outputs/rep-seed$seed"); done
-"$py" -m replications.rep.merge results "${roots[@]}"
+"$py" -m shared.merge --roots results "${roots[@]}"
 "$py" -m replications.report
