@@ -25,7 +25,8 @@ from shared.config_check import check_added_keys, validate
 from shared.data import DataError
 from shared.destination import DestinationError, protocol, results_root
 from shared.paths import REPO_ROOT
-from shared.runner import ConfigError, check_choices, run
+from shared.progress import Protocol, write
+from shared.runner import ConfigError, check_choices, run, seeds_of
 from shared.smoke import apply_smoke
 from shared.writable import ensure_writable
 
@@ -108,13 +109,14 @@ def main(argv: list[str]) -> int:
     if changes:
         print(f"not the paper's protocol ({' '.join(changes)} changes the committed config): "
               f"results go to {', '.join(sorted(roots))}; results/ stays as committed")
-    with nullcontext() if changes else protocol():
+    # One bar over every (dataset, model, seed) of the plan, with an ETA from the seeds measured so far
+    with nullcontext() if changes else protocol(), Protocol(sum(len(seeds_of(cfg)) for _, _, cfg in configs)) as bar:
         for dataset, model, cfg in configs:
-            print(f"=== {paper} / {dataset} / {model} ===\n{OmegaConf.to_yaml(cfg.model)}")
+            write(f"=== {paper} / {dataset} / {model} ===\n{OmegaConf.to_yaml(cfg.model)}")
             try:
-                run(cfg, replication)
+                run(cfg, replication, bar)
             except (ConfigError, DataError, DestinationError) as exc:
-                print(f"error: {exc}", file=sys.stderr)
+                write(f"error: {exc}", file=sys.stderr)
                 return 2
     if changes:  # the paper's own page beside the runs it was built from (the committed pages stay as they are)
         for root in sorted(roots):

@@ -15,6 +15,7 @@ from shared.config_check import ConfigError, validate
 from shared.destination import results_root
 from shared.paths import REPO_ROOT
 from shared.perf import keep_freed_memory
+from shared.progress import Protocol, write
 from shared.reference import compare, load_paper, reported_for
 from shared.replication import Replication, Run
 from shared.report_data import rows_of
@@ -96,7 +97,19 @@ def check_choices(cfg: DictConfig) -> None:
         raise ConfigError(f"paper '{cfg.paper.name}' has no model '{cfg.model.name}'; valid: {', '.join(models)}")
 
 
-def run(cfg: DictConfig, replication: Replication) -> dict[str, Any]:
+def run(cfg: DictConfig, replication: Replication, progress: Protocol | None = None) -> dict[str, Any]:
+    """`progress`: the protocol's bar this run's seeds count on (replications.replicate); None: a bar of its own."""
+    own = progress is None
+    if own:
+        progress = Protocol()  # its total: this run's seeds, once they are known
+    try:
+        return _run(cfg, replication, progress)
+    finally:
+        if own:
+            progress.close()
+
+
+def _run(cfg: DictConfig, replication: Replication, progress: Protocol) -> dict[str, Any]:
     check_choices(cfg)
     validate(cfg)
     ensure_writable(result_path(cfg).parent)  # before hours of training, not after
@@ -110,6 +123,7 @@ def run(cfg: DictConfig, replication: Replication) -> dict[str, Any]:
     tracker = make_tracker(cfg)
     env = environment(PROCESS_START_GIT)
     spec = make_run(cfg)
+    progress.start(f"{cfg.paper.name}/{cfg.dataset.name}/{cfg.model.name}", len(spec.seeds))
     started = time.perf_counter()
     data = replication.load_data(spec)
     data_seconds = time.perf_counter() - started
@@ -123,8 +137,10 @@ def run(cfg: DictConfig, replication: Replication) -> dict[str, Any]:
         if seed in done:  # finished by an interrupted earlier run of this exact config
             runs.append(done[seed])
             per_seed.append(done[seed]["metrics"])
-            print(f"[{cfg.paper.name}/{cfg.dataset.name}/{cfg.model.name}] seed {seed}: resumed from {partial_path(cfg)}")
+            progress.resumed()
+            write(f"[{cfg.paper.name}/{cfg.dataset.name}/{cfg.model.name}] seed {seed}: resumed from {partial_path(cfg)}")
             continue
+        progress.running()
         seed_everything(seed)
         tracker.start(cfg, seed)
         t0 = time.perf_counter()
@@ -143,7 +159,8 @@ def run(cfg: DictConfig, replication: Replication) -> dict[str, Any]:
                      "torch_threads": env["hardware"]["torch_threads"]})
         # Seeds finished so far, clearly incomplete: lets a long protocol resume after an interruption.
         write_json_atomic(partial_path(cfg), {"complete": False, "runs": runs, "config": config})
-        print(f"[{cfg.paper.name}/{cfg.dataset.name}/{cfg.model.name}] seed {seed}: "
+        progress.finished(seconds)
+        write(f"[{cfg.paper.name}/{cfg.dataset.name}/{cfg.model.name}] seed {seed}: "
               + ", ".join(f"{k}={v:.4f}" for k, v in metrics.items()) + f" ({seconds:.1f}s)")
 
     agg = aggregate(per_seed)
@@ -165,8 +182,8 @@ def run(cfg: DictConfig, replication: Replication) -> dict[str, Any]:
     path = result_path(cfg)
     write_json_atomic(path, record)  # all seeds done: only now does a result file appear
     partial_path(cfg).unlink(missing_ok=True)
-    print(format_rows(record))
-    print(f"wrote {path}")
+    write(format_rows(record))
+    write(f"wrote {path}")
     return record
 
 
