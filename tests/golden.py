@@ -34,6 +34,7 @@ def check_golden(paper: str, key: str, metrics: dict[str, float], rtol: float = 
     want = stored[key]
     assert set(current) == set(want), f"{paper} '{key}': metrics {sorted(current)} != golden {sorted(want)}"
     moved = {k: (current[k], want[k]) for k in want
-             if not math.isclose(current[k], want[k], rel_tol=rtol, abs_tol=atol)}
+             if not (math.isclose(current[k], want[k], rel_tol=rtol, abs_tol=atol)
+                     or (math.isnan(current[k]) and math.isnan(want[k])))}  # NaN (e.g. no detections) is a value
     assert not moved, (f"{paper} '{key}' smoke values moved (now, golden): {moved}; if intended, "
                        f"regenerate with UPDATE_GOLDEN=1 and commit {path.name}")
