@@ -11,12 +11,16 @@ import pytest
 
 from replications.gaga import REPLICATION
 from shared.runner import run
+from tests.golden import check_golden
 from tests.runs import run_of
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_gaga_learning import cfg_for, planted_graph, run_model  # noqa: E402
 
 MIRROR = Path(os.environ.get("REPLICATIONS_MIRROR") or Path(__file__).resolve().parents[2] / "shared" / "data")
+# Golden smoke values (tests/golden/gaga.json): every metric of the record; none is a timing (the wall-clock
+# seconds stay in the summary), so nothing is left out. Two runs on one machine were bit-identical.
+LEFT_OUT: set[str] = set()
 
 
 @pytest.mark.slow
@@ -37,6 +41,8 @@ def test_tolokers_smoke(monkeypatch, tmp_path, model):
     # Tolokers is not a paper dataset: only GraphSAGE's test AUC has a (secondary, Platonov et al.) reference
     referenced = {r["metric"] for r in record["comparison"] if r["status"] != "no reference"}
     assert referenced == ({"test_auc"} if cfg.model.name == "graphsage" else set())
+    means = {m: a["mean"] for m, a in record["aggregate"].items() if m not in LEFT_OUT}
+    check_golden("gaga", f"{record['dataset']}/{record['model']}", means)
 
 
 def test_same_seed_same_numbers():

@@ -15,7 +15,12 @@ from shared.runner import check_choices
 from shared.smoke import apply_smoke
 from shared.verdict import STATUSES
 from tests.conftest import compose_cfg, needs_mirror
+from tests.golden import check_golden
 from tests.runs import run_of
+
+# Golden smoke values (tests/golden/mmlayout.json): every metric of the three records (F1s, params_m); none is a
+# timing (train_seconds stays in the summary), so nothing is left out. Two runs were bit-identical.
+LEFT_OUT: set[str] = set()
 
 
 @pytest.mark.parametrize("model", ["mmlayout/funsd", "mmlayout_control", "mmlayout_oracle"])
@@ -70,6 +75,8 @@ def test_replicate_smoke_writes_results_page_and_figures(monkeypatch, tmp_path):
         assert saved["complete"] and 0.0 <= saved["aggregate"]["test_f1"]["mean"] <= 100.0
         assert len(saved["runs"][0]["train"]["details"]["per_doc"]) == 4  # the smoke's 4 test forms
         assert "_predicted" not in saved["runs"][0]["train"]
+        means = {m: a["mean"] for m, a in saved["aggregate"].items() if m not in LEFT_OUT}
+        check_golden("mmlayout", f"{saved['dataset']}/{saved['model']}", means)
     assert not list(out.glob("funsd/*.details.json"))
     assert "| mmlayout - mmlayout_control |" in (out / "README.md").read_text()
     claims = json.loads((out / "claims.json").read_text())["claims"]

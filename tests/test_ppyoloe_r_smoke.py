@@ -12,7 +12,12 @@ from replications import replicate
 from replications.ppyoloe_r import REPLICATION, architecture, report
 from shared.paper_report import Figure, PaperResults, Table
 from shared.verdict import CLAIM_STATUSES
+from tests.golden import check_golden
 from tests.runs import run_of
+
+# Golden smoke values (tests/golden/ppyoloe_r.json): every metric (mAP, per-class AP) plus the final training
+# losses; none is a timing (train_seconds stays in the summary), so nothing is left out. Two runs were bit-identical.
+LEFT_OUT: set[str] = set()
 
 
 @pytest.mark.slow
@@ -26,6 +31,10 @@ def test_replicate_smoke_writes_results_and_pages(monkeypatch, tmp_path):
     for model in ("ppyoloe_r", "ppyoloe_r_smoothl1", "ppyoloe_r_direct_angle"):
         saved = json.loads((out / "synthetic_rotated" / f"{model}.json").read_text())
         assert saved["complete"] and 0.0 <= saved["aggregate"]["test_map"]["mean"] <= 100.0
+        means = {m: a["mean"] for m, a in saved["aggregate"].items() if m not in LEFT_OUT}
+        # two smoke steps score mAP 0: the final training losses carry the signal a change would move
+        means |= {f"train_final_{k}": v for k, v in saved["runs"][0]["train"]["final_losses"].items()}
+        check_golden("ppyoloe_r", f"{saved['dataset']}/{saved['model']}", means)
     curve = json.loads((out / "synthetic_rotated" / "ppyoloe_r.json").read_text())["runs"][0]["train"]["curve"]
     assert [c["step"] for c in curve] == [1, 2]
     page = (out / "README.md").read_text()

@@ -7,8 +7,12 @@ import pytest
 import replications
 from shared.runner import run
 from tests.conftest import compose_cfg, needs_mirror
+from tests.golden import check_golden
 
 pytestmark = [needs_mirror, pytest.mark.slow]
+# Golden smoke values (tests/golden/pshgcn.json): the DBLP smoke record's F1s; none is a timing (seconds stay in
+# the summary), so nothing is left out. Two runs were bit-identical.
+LEFT_OUT: set[str] = set()
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -26,6 +30,8 @@ def test_pshgcn_learns_dblp(tmp_path):
     micro = record["aggregate"]["test_micro_f1"]["mean"]
     # Majority class of label.dat.test is 829 / 2840 = 29.2% (PROVENANCE.md); features alone give 79.4.
     assert micro > 85.0, micro
+    means = {m: a["mean"] for m, a in record["aggregate"].items() if m not in LEFT_OUT}
+    check_golden("pshgcn", f"{record['dataset']}/{record['model']}", means)
 
 
 def test_same_seed_same_metrics_on_real_data(tmp_path):
