@@ -12,9 +12,10 @@ import torch
 from replications.evomoe import REPLICATION
 from replications.evomoe.train import diversify, fit
 from replications.moe.wikitext import Corpus
-from shared.runner import is_legacy, run
+from shared.runner import run
 from shared.seeding import seed_everything
 from tests.conftest import compose_cfg, needs_mirror
+from tests.golden import check_golden
 from tests.runs import run_of
 
 TINY = ["paper=evomoe", "dataset=wikitext2", "scale=smoke", "tracker=none", "paper.protocol.steps=20",
@@ -22,6 +23,10 @@ TINY = ["paper=evomoe", "dataset=wikitext2", "scale=smoke", "tracker=none", "pap
         "paper.protocol.d_model=16", "paper.protocol.heads=2", "paper.protocol.layers=1",
         "paper.protocol.warmup_steps=2", "paper.protocol.cutoffs=[20,40]", "paper.protocol.curve_points=20",
         "paper.protocol.curve_valid_tokens=64"]
+
+# Golden smoke values (tests/golden/evomoe.json): every metric of the smoke record but train_tokens_per_s, a
+# wall-clock throughput (2-5% apart between two runs); the rest was bit-identical.
+LEFT_OUT = {"train_tokens_per_s"}
 
 
 def tiny_corpus() -> Corpus:
@@ -77,7 +82,6 @@ def test_dense_and_every_baseline_train():
 def test_evaluate_reads_trains_summary_and_keeps_no_state():
     cfg = compose_cfg(*TINY, "model=evomoe_switch", "model.ffn_hidden=32", "paper.protocol.steps=3")
     data, spec = tiny_corpus(), run_of(cfg)
-    assert not is_legacy(REPLICATION)
     model = REPLICATION.build_model(spec, data)
     summary = REPLICATION.train(spec, model, data, 1, lambda m, s: None)
     assert vars(REPLICATION) == {}  # nothing of the run on the module-level object
@@ -98,6 +102,8 @@ def test_smoke_run_on_the_mirror_writes_results_and_the_page(tmp_path, fresh_cac
     record = run(cfg, REPLICATION)
     assert record["complete"] and set(record["aggregate"]) >= {"valid_ppl", "test_ppl", "mean_active_experts"}
     assert 1 < record["aggregate"]["test_ppl"]["mean"] < 33278  # learnt something: below a uniform guess
+    means = {m: a["mean"] for m, a in record["aggregate"].items() if m not in LEFT_OUT}
+    check_golden("evomoe", f"{record['dataset']}/{record['model']}", means)
     assert json.loads((tmp_path / "evomoe" / "wikitext2" / "evomoe.json").read_text())["runs"][0]["train"]["curve"]
     page = REPLICATION.report(load_paper_results(tmp_path, "evomoe"))
     assert [c.status for c in page.claims] == ["not run", "not run"]  # no baseline record beside EvoMoE's

@@ -18,8 +18,13 @@ from shared.paper_report import PaperResults
 from shared.runner import make_run, run
 from shared.seeding import seed_everything
 from tests.conftest import compose_cfg, needs_mirror
+from tests.golden import check_golden
 from tests.runs import run_of
 from tests.test_ta_moe_train import tiny_corpus  # the same 60-word random corpus
+
+# Golden smoke values (tests/golden/flexmoe.json): every metric of the smoke record but train_tokens_per_s, a
+# wall-clock throughput (2-5% apart between two runs); the rest was bit-identical.
+LEFT_OUT = {"train_tokens_per_s"}
 
 
 @pytest.fixture(autouse=True)
@@ -216,6 +221,8 @@ def test_smoke_run_on_the_mirror_writes_results_and_traces(tmp_path, fresh_cache
                       "scale.max_epochs=4", "paper.protocol.window=2", "model.ffn_hidden=64", f"results_dir={tmp_path}")
     record = run(cfg, REPLICATION)
     assert record["complete"] and 1 < record["aggregate"]["test_ppl"]["mean"] < 33278
+    means = {m: a["mean"] for m, a in record["aggregate"].items() if m not in LEFT_OUT}
+    check_golden("flexmoe", f"{record['dataset']}/{record['model']}", means)
     assert trace_path(make_run(cfg), 1).parent == tmp_path / "flexmoe" / "traces"
     routed = np.load(trace_path(make_run(cfg), 1))["routed"]
     assert routed.shape == (4, 2, 16, 8) and (routed.sum((2, 3)) == 16 * 64).all()

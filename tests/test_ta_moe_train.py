@@ -19,6 +19,7 @@ from shared.paper_report import PaperResults, load_paper_results
 from shared.runner import run
 from shared.seeding import seed_everything
 from tests.conftest import compose_cfg, needs_mirror
+from tests.golden import check_golden
 from tests.runs import run_of
 
 TINY = ["paper=ta_moe", "dataset=wikitext2", "scale=smoke", "tracker=none", "paper.protocol.steps=8",
@@ -26,6 +27,10 @@ TINY = ["paper=ta_moe", "dataset=wikitext2", "scale=smoke", "tracker=none", "pap
         "paper.protocol.d_model=16", "paper.protocol.heads=2", "paper.protocol.layers=1",
         "paper.protocol.warmup_steps=2", "paper.protocol.cutoffs=[20,40]", "paper.protocol.curve_points=4",
         "paper.protocol.curve_valid_tokens=64", "model.ffn_hidden=32"]
+
+# Golden smoke values (tests/golden/ta_moe.json): every metric of the smoke record but train_tokens_per_s, a
+# wall-clock throughput (2-5% apart between two runs); the rest was bit-identical.
+LEFT_OUT = {"train_tokens_per_s"}
 
 
 def tiny_corpus() -> Corpus:
@@ -114,6 +119,8 @@ def test_smoke_run_on_the_mirror_writes_results_and_the_page(tmp_path, fresh_cac
         record = run(cfg, REPLICATION)
         assert record["complete"] and 1 < record["aggregate"]["test_ppl"]["mean"] < 33278
         assert len(record["runs"][0]["train"]["dispatch"]) == 4  # every step's matrices reach the record
+        means = {m: a["mean"] for m, a in record["aggregate"].items() if m not in LEFT_OUT}
+        check_golden("ta_moe", f"{record['dataset']}/{record['model']}", means)
     page = REPLICATION.report(load_paper_results(tmp_path, "ta_moe"))
     statuses = [c.status for c in page.claims]
     assert statuses[0] == "not testable here" and statuses[1] == "not run"  # no replay.json beside smoke results
