@@ -25,3 +25,14 @@ def test_update_golden_stores_values(tmp_path, monkeypatch):
     monkeypatch.setenv("UPDATE_GOLDEN", "1")
     check_golden("toy", "d/m", {"test_f1": 1.5}, folder=tmp_path)
     assert json.loads((tmp_path / "toy.json").read_text()) == {"d/m": {"test_f1": 1.5}}
+
+
+def test_nan_matches_only_nan(tmp_path, monkeypatch):
+    """A metric that is NaN by definition (PP-OCRv3's CER with no match) stays NaN; a number turning NaN fails."""
+    monkeypatch.delenv("UPDATE_GOLDEN", raising=False)
+    (tmp_path / "toy.json").write_text('{"d/m": {"test_cer": NaN, "test_f1": 1.0}}')
+    check_golden("toy", "d/m", {"test_cer": float("nan"), "test_f1": 1.0}, folder=tmp_path)
+    with pytest.raises(AssertionError, match="moved"):
+        check_golden("toy", "d/m", {"test_cer": 0.5, "test_f1": 1.0}, folder=tmp_path)
+    with pytest.raises(AssertionError, match="moved"):
+        check_golden("toy", "d/m", {"test_cer": float("nan"), "test_f1": float("nan")}, folder=tmp_path)
