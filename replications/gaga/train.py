@@ -17,6 +17,7 @@ import torch
 from torch import nn
 
 from replications.gaga.metrics import fraud_scores, roc_auc
+from shared import progress
 from shared.replication import LogFn
 
 Forward = Callable[[torch.Tensor], torch.Tensor]  # node ids -> logits (B, 2)
@@ -41,7 +42,7 @@ def fit(forward: Forward, model: nn.Module, y: torch.Tensor, train_idx: torch.Te
     max_epochs = min(max(1, max_steps // per_epoch), max_steps if max_epochs is None else max_epochs)
     best_auc, best_epoch, best_state, epoch = -np.inf, -1, None, -1
     steps, best_steps = 0, 0
-    for epoch in range(max_epochs):
+    for epoch in progress.bar(range(max_epochs), desc="epochs", unit="epoch"):  # closes on early stop too
         model.train()
         order = train_idx[torch.randperm(len(train_idx))] if batch_size else train_idx
         step = batch_size or len(order)

@@ -12,6 +12,8 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
+from shared import progress
+
 HITS = (1, 3, 10)
 ScoreFn = Callable[[Tensor, Tensor, int], Tensor]  # (anchor ids, relation ids, direction) -> (B, N)
 
@@ -43,7 +45,8 @@ def ranks(score_fn: ScoreFn, queries: Tensor, known: Tensor, direction: int, bat
     a_col, b_col = (0, 2) if direction == 1 else (2, 0)
     row_ptr, answers = filter_pairs(queries, known, direction)
     out = []
-    for start in range(0, len(queries), batch_size):
+    side = "tails" if direction == 1 else "heads"
+    for start in progress.bar(range(0, len(queries), batch_size), desc=f"rank {side}", unit="batch"):
         q = queries[start:start + batch_size]
         scores = score_fn(q[:, a_col], q[:, 1], direction)
         rows = torch.arange(len(q))

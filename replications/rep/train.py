@@ -33,6 +33,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from replications.rep.models import KGE, context
+from shared import progress
 from shared.atomic import atomic_path
 from shared.data import cache_dir
 from shared.data.derived import intact, stamp
@@ -58,7 +59,7 @@ def fit(model: KGE, train: Tensor, hp: Any, steps: int, seed: int, log: LogFn, l
     decay_at = int(steps * hp.lr_decay_at) if hp.lr_decay_at else None
     n, batch, num_ent = len(train), int(hp.batch_size), model.entity.shape[0]
     perm, cursor, losses = torch.randperm(n, generator=gen), 0, []
-    for step in range(steps):
+    for step in progress.bar(range(steps), desc="train", unit="step"):
         if cursor + batch > n:
             perm, cursor = torch.randperm(n, generator=gen), 0
         idx = perm[cursor:cursor + batch].to(device)
@@ -130,6 +131,7 @@ def fit_one_vs_all(model: KGE, train: Tensor, hp: Any, steps: int, seed: int, lo
     opt = torch.optim.Adagrad([model.entity, model.relation], lr=hp.lr)
     batch, n = int(hp.batch_size), len(examples)
     step, losses, timed, perm, cursor = 0, [], 0.0, None, n
+    bar = progress.bar(desc="train", total=steps, unit="step")
     while step < steps:
         started = time.perf_counter()
         if cursor >= n:  # a fresh shuffled pass; the last batch of a pass may be partial (kbc)
@@ -147,12 +149,14 @@ def fit_one_vs_all(model: KGE, train: Tensor, hp: Any, steps: int, seed: int, lo
         losses.append(loss.item())
         step += 1
         timed += time.perf_counter() - started
+        bar.update(1)  # outside the timed step
         if not math.isfinite(losses[-1]):
             raise FloatingPointError(f"loss became {losses[-1]} at step {step}; lower model.lr")
         if step % log_every == 0:
             log({"train_loss": sum(losses[-log_every:]) / log_every}, step)
         if checkpoint is not None and checkpoint_every and step % checkpoint_every == 0 and checkpoint(step, timed):
             break
+    bar.close()
     return {"steps": step, "epochs": round(step / steps_per_epoch(len(train), batch), 3),
             "final_loss": sum(losses[-50:]) / max(1, len(losses[-50:]))}
 
