@@ -24,6 +24,7 @@ from replications.moe.gates import DTSGate
 from replications.moe.lm import GPT
 from replications.moe.lmtrain import autocast, batchify, next_batch, perplexity, train_step
 from replications.moe.schedule import temperature
+from shared import progress
 from shared.config_check import given
 
 
@@ -65,7 +66,7 @@ def fit(cfg: DictConfig, model: GPT, train: Tensor, valid: Tensor, seed: int, lo
     tokens, train_seconds, expert_tokens = 0, 0.0, 0
     eval_every = max(1, steps // p.curve_points)
     pos = 0
-    for step in range(steps):
+    for step in progress.bar(range(steps), desc="train", unit="step"):
         t0 = time.perf_counter()
         if evo:
             sparse_step = step - diversify_steps

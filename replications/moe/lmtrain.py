@@ -12,6 +12,7 @@ import torch
 from torch import Tensor
 
 from replications.moe.lm import GPT
+from shared import progress
 
 
 def autocast(device: torch.device, precision: str):
@@ -39,7 +40,7 @@ def perplexity(model: GPT, stream: Tensor, seq_len: int, batch: int = 32, max_to
     x = s[: n_win * seq_len].view(n_win, seq_len)
     y = s[1: n_win * seq_len + 1].view(n_win, seq_len)
     total = 0.0
-    for i in range(0, n_win, batch):
+    for i in progress.bar(range(0, n_win, batch), desc="perplexity", unit="batch"):
         with autocast(device, precision):
             nll, _ = model(x[i:i + batch].to(device), y[i:i + batch].to(device))
         total += float(nll) * x[i:i + batch].numel()

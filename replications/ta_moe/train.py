@@ -20,6 +20,7 @@ from torch import Tensor
 
 from replications.moe.lm import GPT
 from replications.moe.lmtrain import batchify, next_batch, perplexity, train_step
+from shared import progress
 from shared.config_check import given
 
 
@@ -38,7 +39,7 @@ def fit(cfg: DictConfig, model: GPT, train: Tensor, valid: Tensor, log) -> dict[
     tokens, seconds, dropped = 0, 0.0, 0.0
     eval_every = max(1, steps // p.curve_points)
     pos = 0
-    for step in range(steps):
+    for step in progress.bar(range(steps), desc="train", unit="step"):
         t0 = time.perf_counter()
         x, y, pos = next_batch(data, pos, p.seq_len)
         nll, aux = train_step(model, optimizer, x, y, step, steps, p, m.aux_weight)
