@@ -5,7 +5,8 @@ Writes, all atomically, in this order:
 1. each result record's stored ``comparison``, recomputed against its paper.yaml as it is now (a reference
    added after a run is judged without re-running; a stale stored status is never trusted);
 2. each paper's own page from its hook: results/<paper>/README.md, claims.json and figures (shared.report_paper);
-3. results/README.md (first screen: headline rows, claims), results/index.html (the same, plots inline),
+3. results/README.md (first screen: each paper's central claims and numbers with their status; then every
+   number that has a reference, and the claims in full), results/index.html (the same, plots inline),
    results/<paper>/RESULTS.md (every metric) with its reproduced_vs_reported.png, and results/index.json/.csv.
 Only ``"complete": true`` full-scale files reach the shared tables; partial ones are listed as unfinished.
 """
@@ -22,7 +23,7 @@ from shared.paper_report import PaperReport, PaperResults, load_paper_results
 from shared.paths import RESULTS
 from shared.reference import load_paper, recompare
 from shared.report_data import DETAIL_NAME, PLOT_NAME, Report, build_report, load_results, scan  # noqa: F401
-from shared.report_format import claim_line, line
+from shared.report_format import claim_line, line, verdict_line, verdicts
 from shared.report_html import render_html
 from shared.report_index import write_index
 from shared.report_md import render_index, render_paper
@@ -80,9 +81,10 @@ def write_report(root: Path = ROOT, papers_dir: Path | None = None, plots: bool 
 
 
 def summary(report: Report) -> str:
-    """The terminal's view: every row and claim, in the page's words."""
+    """The terminal's view: every row and claim, in the page's words, and last the first screen's verdicts."""
     lines = ["rows:"] + [line(r) for s in report.papers for r in s.rows]
     lines += ["claims:"] + [claim_line(s.paper, c) for s in report.papers for c in s.claims]
+    lines += ["verdicts (the first screen):"] + [verdict_line(v) for s in report.papers for v in verdicts(s)]
     if report.without_results:
         lines.append(f"no results yet: {', '.join(report.without_results)}")
     return "\n".join(lines)

@@ -8,8 +8,10 @@ paper's paper.yaml as it is now, so a reference added after a run shows up witho
 from __future__ import annotations
 
 import json
+import subprocess
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -81,6 +83,8 @@ class Report:
     unreadable: list[str] = field(default_factory=list)  # "<path>: <error>"
     machines: dict[str, list[str]] = field(default_factory=dict)  # CPU -> "paper/dataset/model" it ran
     without_results: tuple[str, ...] = ()  # paper packages with no complete full-scale record yet
+    commit: str | None = None  # the commit checked out when the pages were made (None: not a git checkout)
+    date: str = ""  # that commit's date (YYYY-MM-DD), so that regenerating at one commit gives the same bytes
 
 
 def _read_json(path: Path) -> tuple[Any, str | None]:
@@ -237,6 +241,17 @@ def section(root: Path, paper: str, records: list[dict[str, Any]], papers_dir: P
                         figures=_figures(root, paper), links=_links(root, paper), claims=claims_of(root, paper))
 
 
+def generation_stamp(root: Path) -> tuple[str | None, str]:
+    """(commit, date) of the checkout holding ``root``: HEAD and its committer date, never the clock, so that
+    ``make report`` twice at one commit writes the same bytes. Outside a git checkout: (None, today in UTC)."""
+    try:
+        out = subprocess.run(["git", "-C", str(root), "log", "-1", "--format=%H %cI"], capture_output=True,
+                             text=True, timeout=10, check=True).stdout.split()
+        return out[0], out[1][:10]
+    except (OSError, subprocess.SubprocessError, IndexError):
+        return None, datetime.now(timezone.utc).date().isoformat()
+
+
 def build_report(root: Path, papers_dir: Path) -> Report:
     records, unfinished, unreadable = scan(root)
     papers = [section(root, paper, [r for r in records if r["paper"] == paper], papers_dir)
@@ -247,5 +262,6 @@ def build_report(root: Path, papers_dir: Path) -> Report:
     for r in records:
         for cpu in record_cpus(r):
             machines.setdefault(cpu, []).append(f"{r['paper']}/{r['dataset']}/{r['model']}")
+    commit, date = generation_stamp(root)
     return Report(papers=papers, unfinished=unfinished, unreadable=unreadable, machines=dict(sorted(machines.items())),
-                  without_results=without)
+                  without_results=without, commit=commit, date=date)

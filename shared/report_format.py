@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from shared.paper_report import Claim
 from shared.reference import KINDS, NO_REFERENCE, NOT_REPRODUCED, REPRODUCED
-from shared.report_data import PaperSection, Row
+from shared.report_data import PaperSection, Report, Row
+from shared.verdict import NOT_TESTABLE, TONE
 
 DASH = "—"
 INTRO = (
@@ -13,9 +17,7 @@ INTRO = (
     "within the tolerance declared there. `no reference` means "
     "no reference value is known to us, never guessed."
 )
-COUNTS_HEADER = "reproduced / not / no ref"
-COUNTS_NOTE = ("The last column counts every test-metric row of the paper (all its datasets and models) by status; "
-               "each paper's full table (RESULTS.md) lists them.")
+COUNTS_HEADER = "paper's rows: reproduced / not / no ref"
 
 
 def digits(mean: float) -> int:
@@ -89,3 +91,125 @@ def machine(cpu: str, files: list[str]) -> str:
 
 def kind_legend() -> list[tuple[str, str]]:
     return list(KINDS.items())
+
+
+# The first screen: each paper's central claims and numbers, one short line each, coloured by tone.
+MARK = {"good": "🟢", "bad": "🔴", "neutral": "⚪"}  # the Markdown page's colour
+TONE_WORDS = {tone: ", ".join(s for s, t in TONE.items() if t == tone) for tone in ("good", "bad", "neutral")}
+CLAIM_CHARS, EVIDENCE_CHARS, UNIT_CHARS = 54, 44, 22
+VERDICTS_NOTE = ("Each paper's central claims (every claim testable here, else its first) and its headline numbers "
+                 "that have a reference, in a few words; the full text is in the tables below and on each paper's page.")
+NUMBERS_NOTE = ("**Numbers**: each paper's headline number and every number that has a reference, whatever its status "
+                "(the rest, without a reference, are on each paper's RESULTS.md). Beside each paper: its "
+                "test-metric rows (all its datasets and models) counted by status, reproduced / not / no ref.")
+CLAIMS_NOTE = ("**Claims** that are not one table number (speed-ups, directions), with the status each paper's "
+               "protocol measured for them, in full:")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One first-screen line: a status, what it is about and why, each in a few words (``full``: all of it)."""
+
+    paper: str
+    status: str
+    text: str
+    evidence: str
+    full: str
+
+    @property
+    def tone(self) -> str:
+        return TONE[self.status]
+
+
+def shorten(text: str, limit: int) -> str:
+    """``text`` cut at a word boundary to at most ``limit`` characters, with an ellipsis; a short trailing
+    parenthesis (which often tells claims apart: "(FUNSD test, standard protocol)") is kept."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    tail = ""
+    if text.endswith(")") and "(" in text:
+        start = text.rindex("(")
+        if 0 < len(text) - start <= max(limit * 5 // 8, 40):
+            tail, text, limit = " " + text[start:], text[:start].rstrip(), limit - (len(text) - start) - 1
+    cut = text[:max(1, limit - 1)]
+    if " " in cut[limit // 2:]:
+        cut = cut[:cut.rindex(" ")]
+    return cut.rstrip(" ,;:.-(") + "…" + tail
+
+
+def _g(value: float) -> str:
+    return f"{value:.3g}"
+
+
+def claim_evidence(claim: Claim) -> str:
+    """The measured effect with its interval where the claim has one; else the first clause of its evidence."""
+    if claim.effect is not None:
+        unit = claim.unit.split(" (")[0].split(":")[0].strip()
+        times = unit == "x"
+        effect = _g(claim.effect) + ("x" if times else "")
+        interval = f" [{_g(claim.interval[0])}, {_g(claim.interval[1])}]" if claim.interval else ""
+        return effect + interval + ("" if times or not unit else " " + shorten(unit, UNIT_CHARS))
+    return shorten((claim.evidence or DASH).split("; ")[0], EVIDENCE_CHARS)
+
+
+def row_evidence(row: Row) -> str:
+    if row.reported is None:
+        return f"{num(row.mean, row.mean)} ± {num(row.std, row.mean)}, {NO_REFERENCE}"
+    return f"{num(row.mean, row.mean)} vs {num(row.reported, row.mean)} ({row.kind or 'stored'})"
+
+
+def _row_verdict(row: Row) -> Verdict:
+    text = f"{row.metric} of {row.model} on {row.dataset}"
+    return Verdict(row.paper, row.status, shorten(text, CLAIM_CHARS), row_evidence(row),
+                   f"{text}: {reproduced(row)}, reference {num(row.reported, row.mean)} ({row.kind or DASH})")
+
+
+def central_claims(section: PaperSection) -> list[Claim]:
+    """Every claim testable here; a paper whose claims are all untestable keeps its first (it still has a say)."""
+    testable = [c for c in section.claims if c.status != NOT_TESTABLE]
+    return testable or section.claims[:1]
+
+
+def verdicts(section: PaperSection) -> list[Verdict]:
+    """A paper's first-screen lines: its central claims, its headline numbers that have a reference, and how many
+    of its other referenced numbers reproduced (so that a failing table shows). A paper with none of these
+    shows its first headline number, without a reference; every paper with results has at least one line."""
+    out = [Verdict(section.paper, c.status, shorten(c.text, CLAIM_CHARS), claim_evidence(c),
+                   f"{c.text}: {c.evidence}") for c in central_claims(section)]
+    headline = [h.row for h in section.headlines if h.row is not None]
+    out += [_row_verdict(r) for r in headline if r.status != NO_REFERENCE]
+    if not out and headline:
+        out.append(_row_verdict(headline[0]))
+    others = [r for r in section.rows if r.status != NO_REFERENCE and r not in headline]
+    if len(others) == 1:
+        out.append(_row_verdict(others[0]))
+    elif others:
+        good = sum(r.status == REPRODUCED for r in others)
+        status = NOT_REPRODUCED if good < len(others) else REPRODUCED
+        metrics = ", ".join(dict.fromkeys(r.metric for r in others))
+        word = "other " if any(v.status in (REPRODUCED, NOT_REPRODUCED) for v in out) else ""
+        out.append(Verdict(section.paper, status, f"{good} of {len(others)} {word}numbers with a reference reproduced",
+                           shorten(metrics, EVIDENCE_CHARS), f"{word}numbers with a reference: {metrics}"))
+    if not out:  # no claims and no row that was run: say so rather than drop the paper
+        out.append(Verdict(section.paper, NO_REFERENCE, "no number of its headline model was run", DASH, ""))
+    return out
+
+
+def number_rows(section: PaperSection) -> list[Row]:
+    """The numbers table's rows of one paper: its headline rows, then every other row that has a reference."""
+    headline = [h.row for h in section.headlines if h.row is not None]
+    return headline + [r for r in section.rows if r.status != NO_REFERENCE and r not in headline]
+
+
+def stamp(report: Report) -> str:
+    commit = f"commit {report.commit[:10]}" if report.commit else "no git commit (not a git checkout)"
+    return f"Generated by `make report` at {commit}, {report.date}"
+
+
+def tone_legend() -> str:
+    return "; ".join(f"{MARK[t]} {t}: {TONE_WORDS[t]}" for t in MARK)
+
+
+def verdict_line(v: Verdict) -> str:
+    return f"  {v.paper}: {v.status} | {v.text} | {v.evidence}"

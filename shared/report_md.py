@@ -1,5 +1,6 @@
-"""Markdown pages: results/README.md (first screen: one headline row per paper and dataset, then one section
-per paper) and results/<paper>/RESULTS.md (every test metric with its sources and hardware)."""
+"""Markdown pages: results/README.md (first screen: each paper's central claims and numbers with their status,
+marked by tone; then the numbers and the claims in full; then one section per paper) and
+results/<paper>/RESULTS.md (every test metric with its sources and hardware)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from pathlib import PurePosixPath
 
 from shared import report_format as f
 from shared.report_data import PaperSection, Report, Row
+from shared.verdict import TONE
 
 
 def _cell(text: object) -> str:
@@ -18,30 +20,39 @@ def _table(header: list[str], rows: list[list[object]]) -> list[str]:
     return lines + ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
 
 
-def _ref(row: Row | None) -> list[str]:
-    """reproduced, reference, kind, status for a headline-style row (None: the model was not run there)."""
-    if row is None:
-        return ["not run", f.DASH, f.DASH, f.DASH]
-    return [f.reproduced(row), f.num(row.reported, row.mean), f"`{row.kind}`" if row.kind else f.DASH, row.status]
+def _ref(row: Row) -> list[str]:
+    """status, reproduced, reference, kind of a number row."""
+    return [_status(row.status), f.reproduced(row), f.num(row.reported, row.mean),
+            f"`{row.kind}`" if row.kind else f.DASH]
 
 
-def _headline_table(report: Report) -> list[str]:
+def _status(status: str) -> str:
+    return f"{f.MARK[TONE[status]]} **{status}**"
+
+
+def _verdict_table(report: Report) -> list[str]:
+    rows = [[f"[{s.paper}](#{s.paper})" if i == 0 else "", _status(v.status), v.text, v.evidence]
+            for s in report.papers for i, v in enumerate(f.verdicts(s))]
+    return _table(["paper", "status", "central claim or number", "evidence"], rows)
+
+
+def _numbers_table(report: Report) -> list[str]:
     rows = []
     for s in report.papers:
-        for i, h in enumerate(s.headlines):
-            rows.append([f"[{s.paper}](#{s.paper})", h.dataset, h.model, h.metric, *_ref(h.row),
+        for i, r in enumerate(f.number_rows(s)):
+            rows.append([f"[{s.paper}](#{s.paper})", _status(r.status), r.dataset, r.model, r.metric,
+                         f.reproduced(r), f.num(r.reported, r.mean), f"`{r.kind}`" if r.kind else f.DASH,
                          f.counts(s) if i == 0 else ""])
-    return _table(["paper", "dataset", "model", "metric", "reproduced (mean ± std, n)", "reference", "kind",
-                   "status", f.COUNTS_HEADER], rows)
+    return _table(["paper", "status", "dataset", "model", "metric", "reproduced (mean ± std, n)", "reference", "kind",
+                   f.COUNTS_HEADER], rows)
 
 
 def _claims_table(report: Report) -> list[str]:
-    rows = [[f"[{s.paper}](#{s.paper})", c.text, c.source, {True: "yes", False: "no"}.get(c.verified, f.DASH),
-             f"**{c.status}**", f.evidence(c)] for s in report.papers for c in s.claims]
+    rows = [[f"[{s.paper}](#{s.paper})", _status(c.status), c.text, f.evidence(c), c.source,
+             {True: "yes", False: "no"}.get(c.verified, f.DASH)] for s in report.papers for c in s.claims]
     if not rows:
         return []
-    return ["**Claims** that are not one table number (speed-ups, directions), with the status each paper's protocol "
-            "measured for them:\n", *_table(["paper", "claim", "source", "verified", "status", "evidence"], rows), ""]
+    return [f.CLAIMS_NOTE + "\n", *_table(["paper", "status", "claim", "evidence", "source", "verified"], rows), ""]
 
 
 def _machines(report: Report) -> list[str]:
@@ -65,14 +76,16 @@ def _paper_section(s: PaperSection) -> list[str]:
     models = list(s.headline_models) + sorted({m for _, m in by_key} - set(s.headline_models))
     rows = [[d, m, *_ref(by_key[d, m])] for d in sorted({d for d, _ in by_key}) for m in models if (d, m) in by_key]
     lines += [f"Baselines on `{s.headline_metric}`:\n", *_table(
-        ["dataset", "model", "reproduced (mean ± std, n)", "reference", "kind", "status"], rows), ""]
+        ["dataset", "model", "status", "reproduced (mean ± std, n)", "reference", "kind"], rows), ""]
     lines += [f"![{PurePosixPath(p).stem}]({p})\n" for p in s.figures]
     return lines
 
 
 def render_index(report: Report) -> str:
-    parts = ["# Results\n", f.INTRO + " The same page with the plots inline: [index.html](index.html).\n",
-             *_headline_table(report), "", f.COUNTS_NOTE + "\n", *_claims_table(report)]
+    parts = ["# Results\n", f"{f.stamp(report)}. Status by tone: {f.tone_legend()}. "
+             "The same page with the plots inline: [index.html](index.html).\n",
+             *_verdict_table(report), "", f.VERDICTS_NOTE + "\n",
+             f.NUMBERS_NOTE + "\n", *_numbers_table(report), "", *_claims_table(report), f.INTRO + "\n"]
     parts.append("**Reference kinds**, strongest first: " + "; ".join(
         f"`{k}`: {v}" for k, v in f.kind_legend()) + ". Each row names the kind it was judged against.\n")
     if report.without_results:

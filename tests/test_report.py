@@ -1,5 +1,6 @@
-"""The results page from a tiny synthetic results tree: headline rows with their reference kind, per-paper
-counts, every CPU, references recomputed from the current paper.yaml, and files that must stay off the page."""
+"""The results page from a tiny synthetic results tree: the first screen's verdicts, every referenced number
+with its kind, per-paper counts, every CPU, references recomputed from the current paper.yaml, the commit and
+date the page was made at, and files that must stay off the page."""
 
 from __future__ import annotations
 
@@ -20,9 +21,9 @@ def built(tmp_path):
     return root, report
 
 
-def _first_table(markdown: str) -> list[list[str]]:
+def _first_table(markdown: str, header: str = "| paper |") -> list[list[str]]:
     lines = markdown.split("\n")
-    start = next(i for i, line in enumerate(lines) if line.startswith("| paper |"))
+    start = next(i for i, line in enumerate(lines) if line.startswith(header))
     rows = []
     for line in lines[start + 2:]:
         if not line.startswith("|"):
@@ -31,17 +32,77 @@ def _first_table(markdown: str) -> list[list[str]]:
     return rows
 
 
-def test_first_screen_has_one_headline_row_per_dataset_with_kind_status_and_counts(built):
+def test_first_screen_is_each_papers_verdict_then_every_referenced_number(built):
     root, _ = built
-    rows = _first_table((root / "README.md").read_text())
-    # paper, dataset, model, metric, reproduced, reference, kind, status, counts
-    assert [(r[1], r[2], r[3]) for r in rows] == [("d1", "toy", "test_acc"), ("d2", "toy", "test_acc")]
+    text = (root / "README.md").read_text()
+    assert text.index("| paper | status | central claim or number | evidence |") < text.index("**Numbers**")
+    # No claims: the headline numbers that have a reference are the paper's verdict, failure and success alike.
+    assert _first_table(text) == [
+        ["[toy](#toy)", "🟢 **reproduced**", "test_acc of toy on d1", "80.20 vs 80.00 (paper)"],
+        ["", "🔴 **not reproduced**", "test_acc of toy on d2", "61.00 vs 50.00 (secondary)"]]
+    rows = _first_table(text, "| paper | status | dataset |")
+    # paper, status, dataset, model, metric, reproduced, reference, kind, counts
+    assert [(r[2], r[3], r[4]) for r in rows] == [("d1", "toy", "test_acc"), ("d2", "toy", "test_acc")]
     d1, d2 = rows
     # The stored comparison said "no reference": the page recomputed it from the paper.yaml as it is now.
-    assert d1[4:8] == ["80.20 ± 0.10 (n=2)", "80.00", "`paper`", "reproduced"]
-    assert d2[4:8] == ["61.00 ± 1.00 (n=2)", "50.00", "`secondary`", "not reproduced"]
+    assert d1[1] == "🟢 **reproduced**" and d1[5:8] == ["80.20 ± 0.10 (n=2)", "80.00", "`paper`"]
+    assert d2[1] == "🔴 **not reproduced**" and d2[5:8] == ["61.00 ± 1.00 (n=2)", "50.00", "`secondary`"]
     # Test rows of the paper: toy d1/d2 and base d1/d2, test_acc and test_rank each -> 1 / 1 / 6.
     assert d1[8] == "1 / 1 / 6" and d2[8] == ""
+
+
+def _claim(status: str, text: str = "c", **kw):
+    from shared.paper_report import Claim
+
+    return Claim(text, "abstract", True, status, **kw)
+
+
+def test_central_claims_are_the_testable_ones_else_the_first_and_every_paper_has_a_line(built):
+    from dataclasses import replace
+
+    from shared.report_format import central_claims, verdicts
+
+    _, report = built
+    (toy,) = report.papers
+    toy.claims = [_claim("not testable here", "a"), _claim("supported", "b", effect=1.5, interval=(1.2, 1.8),
+                                                           unit="x (old / new time)"),
+                  _claim("contradicted", "c", effect=-2.0, interval=(-3.0, -1.0), unit="F1 points (new - old)")]
+    assert [c.text for c in central_claims(toy)] == ["b", "c"]
+    found = verdicts(toy)
+    assert [(v.status, v.text, v.evidence) for v in found[:2]] == [
+        ("supported", "b", "1.5x [1.2, 1.8]"), ("contradicted", "c", "-2 [-3, -1] F1 points")]
+    assert [v.status for v in found[2:]] == ["reproduced", "not reproduced"]  # the referenced headline rows
+    toy.claims = [_claim("not testable here", "a", evidence="needs 64 GPUs; and more"), _claim("not testable here")]
+    assert [(v.status, v.evidence) for v in verdicts(toy)][0] == ("not testable here", "needs 64 GPUs")
+    # No claim, no reference anywhere: the first headline number still speaks, marked "no reference".
+    toy.claims = []
+    toy.rows = [replace(r, status="no reference", reported=None, kind=None) for r in toy.rows]
+    toy.headlines = [replace(h, row=replace(h.row, status="no reference", reported=None)) for h in toy.headlines]
+    (only,) = verdicts(toy)
+    assert only.status == "no reference" and only.text == "test_acc of toy on d1"
+
+
+def test_other_referenced_numbers_are_counted_on_the_first_screen(built):
+    from dataclasses import replace
+
+    from shared.report_format import verdicts
+
+    _, report = built
+    (toy,) = report.papers
+    extra = [replace(r, status=s, reported=1.0, kind="paper") for r, s in
+             zip([r for r in toy.rows if r.model == "base"], ["reproduced", "not reproduced", "not reproduced"])]
+    toy.rows = toy.rows + extra
+    last = verdicts(toy)[-1]
+    assert (last.status, last.text) == ("not reproduced", "1 of 3 other numbers with a reference reproduced")
+
+
+def test_shorten_keeps_a_telling_parenthesis():
+    from shared.report_format import shorten
+
+    text = "PP-OCRv3 is more accurate end to end than PP-OCRv2 at comparable speed (FUNSD test, word-split protocol)"
+    short = shorten(text, 54)
+    assert len(short) <= 54 and short.endswith("… (FUNSD test, word-split protocol)")
+    assert shorten("short", 54) == "short"
 
 
 def test_left_out_files_are_named_not_tabled(built):
@@ -79,8 +140,11 @@ def test_html_has_the_headline_rows_images_and_a_phone_viewport(built):
     html = (root / "index.html").read_text()
     assert '<meta name="viewport" content="width=device-width, initial-scale=1">' in html
     assert '<img src="toy/reproduced_vs_reported.png"' in html
-    assert html.count('<span class="status reproduced">reproduced</span>') >= 1
+    assert html.count('<span class="status good">reproduced</span>') >= 1
+    assert html.count('<span class="status bad">not reproduced</span>') >= 1
     assert 'class="scroll"' in html and "<script" not in html
+    # The intro's Markdown is HTML here: no literal backticks anywhere on the page.
+    assert "<code>make report</code>" in html and "`" not in html
 
 
 def test_without_a_paper_yaml_the_stored_comparison_and_first_test_metric_are_used(tmp_path):
@@ -110,7 +174,7 @@ def test_plot_gives_each_metric_its_own_panel_at_a_capped_width(tmp_path):
     import struct
 
     from shared.report_data import Row
-    from shared.report_plot import MAX_COLS, plot_paper
+    from shared.report_plot import MAX_COLS, PANEL_W, plot_paper
 
     metrics = [f"test_{m}_{stage}" for stage in ("base", "rep") for m in ("mrr", "mr", "hits1", "hits3", "hits10")]
     rows = [Row(paper="kg", dataset=d, model=m, metric=metric, mean=5000.0 if "_mr_" in metric else 0.3, std=0.01,
@@ -120,8 +184,30 @@ def test_plot_gives_each_metric_its_own_panel_at_a_capped_width(tmp_path):
     out = tmp_path / "plot.png"
     plot_paper("kg", rows, ("transe",), out)
     width, height = struct.unpack(">II", out.read_bytes()[16:24])  # PNG IHDR
-    assert width <= 1320 and height < 2 * width
-    assert width == pytest.approx(MAX_COLS * 3.3 * 100, abs=2)
+    assert width <= 960 and height < 2 * width
+    assert width == pytest.approx(MAX_COLS * PANEL_W * 100, abs=2)
+
+
+def test_plot_draws_interval_bounds_as_error_bars_not_as_metrics(tmp_path, monkeypatch):
+    from shared import report_plot
+    from shared.report_data import Row
+
+    figures = []
+    monkeypatch.setattr(report_plot, "save_figure_atomic", lambda fig, out, dpi: figures.append(fig))
+
+    def row(metric, mean, std=0.0):
+        return Row(paper="p", dataset="d", model="m", metric=metric, mean=mean, std=std, n=1, reported=None,
+                   kind=None, source=None, copied_by=None, verified=None, difference=None, status="no reference",
+                   others=(), missing_seeds=(), cpus=("X",), gpu=None, threads=1, wall_seconds=1)
+
+    rows = [row("test_acc", 70.0), row("test_acc_ci_low", 48.0), row("test_acc_ci_high", 85.0), row("test_f1", 5, 1)]
+    report_plot.plot_paper("p", rows, ("m",), tmp_path / "plot.png")
+    (fig,) = figures
+    panels = [ax for ax in fig.axes if ax.get_visible()]
+    assert [ax.get_title() for ax in panels] == ["acc", "f1"]
+    bars = {ax.get_title(): ax.containers[0][2][0].get_segments()[0] for ax in panels}  # errorbar's vertical line
+    assert [p[1] for p in bars["acc"]] == pytest.approx([48.0, 85.0])
+    assert [p[1] for p in bars["f1"]] == pytest.approx([4.0, 6.0])
 
 
 def test_claims_file_in_the_one_schema_reaches_the_page_and_a_bad_status_is_refused(tmp_path):
@@ -142,7 +228,7 @@ def test_claims_file_in_the_one_schema_reaches_the_page_and_a_bad_status_is_refu
     section = Section()
     section.claims = claims
     table = "\n".join(_claims_table(type("R", (), {"papers": [section]})()))
-    assert "| 2x faster | abstract | yes | **not testable here** | needs 64 GPUs |" in table
+    assert "| [p](#p) | ⚪ **not testable here** | 2x faster | needs 64 GPUs | abstract | yes |" in table
     (tmp_path / "p" / "claims.json").write_text(json.dumps({"claims": [{**claim, "status": "direction supported"}]}))
     with pytest.raises(ValueError, match="unknown status 'direction supported'"):
         claims_of(tmp_path, "p")
@@ -168,3 +254,23 @@ def test_complete_records_keep_the_given_order_and_drop_unfinished_runs(tmp_path
     (tmp_path / "c.json").write_text(json.dumps({"runs": [2]}))  # hand-written, no flag: not marked unfinished
     got = complete_records(tmp_path, ["c", "b", "missing", "a"])
     assert list(got) == ["c", "a"] and got["a"]["runs"] == [1]
+
+
+def test_the_page_names_its_commit_and_date_and_regenerating_gives_the_same_bytes(tmp_path):
+    import subprocess
+
+    root = write_synthetic(tmp_path)
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t",
+           "GIT_COMMITTER_DATE": "2024-05-06T07:08:09+00:00", "GIT_AUTHOR_DATE": "2024-05-06T07:08:09+00:00"}
+    git = ["git", "-C", str(tmp_path), "-c", "commit.gpgsign=false"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "results"], check=True, env={**__import__("os").environ, **env})
+    commit = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    report = write_report(root, plots=False)
+    assert (report.commit, report.date) == (commit, "2024-05-06")
+    pages = {name: (root / name).read_bytes() for name in ("README.md", "index.html")}
+    stamp = f"at commit {commit[:10]}, 2024-05-06"
+    assert stamp in pages["README.md"].decode() and stamp in pages["index.html"].decode()
+    write_report(root, plots=False)
+    assert pages == {name: (root / name).read_bytes() for name in pages}

@@ -59,6 +59,19 @@ def test_page_index_result_file_and_terminal_agree_row_by_row(built):
         assert comparison["status"] == entry["status"]  # the result file was refreshed, not left stale
 
 
+def test_first_screen_agrees_on_page_html_and_terminal(built):
+    from shared.report_format import verdicts
+
+    root, report = built
+    markdown, html, terminal = ((root / "README.md").read_text(), (root / "index.html").read_text(), summary(report))
+    found = [v for s in report.papers for v in verdicts(s)]
+    assert [v.status for v in found] == ["supported", "reproduced", "not reproduced"]
+    for v in found:
+        assert f"**{v.status}** | {v.text} | {v.evidence} |" in markdown
+        assert f'<span class="status {v.tone}">{v.status}</span></td><td title=' in html and v.text in html
+        assert f"  {v.paper}: {v.status} | {v.text} | {v.evidence}" in terminal
+
+
 def test_a_stale_stored_comparison_is_recomputed_from_paper_yaml(built):
     root, report = built
     stored = json.loads((root / "toy" / "d1" / "toy.json").read_text())
@@ -75,7 +88,8 @@ def test_hook_writes_the_papers_own_page_and_its_claims_reach_the_first_screen(b
     assert claims["claims"][0]["status"] == "supported" and claims["claims"][0]["interval"] == [0.5, 1.5]
     assert claims["data"]["acc"] == pytest.approx(80.2)
     first = (root / "README.md").read_text()
-    assert "| toy beats base | Table 2 | yes | **supported** | test_acc 80.20 |" in first
+    assert "| 🟢 **supported** | toy beats base | test_acc 80.20 | Table 2 | yes |" in first
+    assert "| [toy](#toy) | 🟢 **supported** | toy beats base | 1 [0.5, 1.5] |" in first  # its first-screen line
     index = json.loads((root / "index.json").read_text())
     assert index["claims"][0]["paper"] == "toy" and index["claims"][0]["status"] == "supported"
 
