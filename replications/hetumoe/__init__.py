@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from shared import progress
 from shared.paper_report import PaperReport, PaperResults
 from shared.replication import LogFn, Replication, Run
 
@@ -74,7 +75,8 @@ class HetuMoEReplication(Replication):
         summary: dict[str, Any] = {"gflops_probe": [], "load_average": [], "min_ms": {}, "max_ms": {},
                                    "_median_ms": medians}
         args = ["--sizes", ",".join(map(str, data.sizes)), "--reps", data.reps, "--ops", model]
-        for rate in data.rates_mbit:
+        # one cluster run per link rate, minutes each: the bar shows from the start (delay=0)
+        for rate in progress.bar(data.rates_mbit, desc=f"{model} all-to-all rates", unit="rate", delay=0):
             summary["gflops_probe"].append(gflops_probe())
             if data.cluster == "emulated":
                 cluster = EmulatedCluster(data.nodes, data.ranks_per_node, inter_rate_mbit=rate)

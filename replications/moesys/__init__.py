@@ -22,6 +22,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from replications.moesys.data import MarkovTokens
+from shared import progress
 from shared.paper_report import PaperReport, PaperResults
 from shared.replication import LogFn, Replication, Run
 
@@ -70,7 +71,10 @@ class MoESysReplication(Replication):
         before = ringbench.load_average()
         with tempfile.TemporaryDirectory(prefix="moesys-ring-", dir=r.get("storage_dir")) as tmp:
             stores, path = ringbench.cpu_stores(model, Path(tmp))
-            out = ringbench.bench(p, model, stores, torch.device("cpu"), seed)
+            # a bar over (setting, repeat) in place of bench's per-repeat lines; it draws between timed runs only
+            with progress.bar(desc="ring repeats", total=len(p["settings"]) * int(p["repeats"]), unit="repeat",
+                              delay=0) as bar:
+                out = ringbench.bench(p, model, stores, torch.device("cpu"), seed, progress=lambda _: bar.update(1))
             cold = stores["storage"][0]
             cold.drop_cache()
             out["page_cache_bytes_after_drop"] = ringbench.resident_bytes(path)

@@ -24,6 +24,7 @@ from replications.ocr.engines import Output
 from replications.ppocrv3 import bootstrap
 from replications.ppocrv3 import data as pdata
 from replications.ppocrv3.protocol import Counts, Regions, exact_text_match, rrc_text_match, score_image, summarise
+from shared import progress
 
 TEXT_RULES = {"rrc": rrc_text_match, "exact": exact_text_match}
 
@@ -89,7 +90,7 @@ def measure(cfg: DictConfig, engine: Any, ds: datasets.Dataset) -> tuple[dict[st
     examples = {}
     wanted = set(cfg.dataset.example_images)
     engine(read_image(ds[0]["image_path"]))  # warm-up call (session/graph initialisation), not timed
-    for row in ds:
+    for row in progress.bar(ds, desc=f"{cfg.dataset.name} images", unit="image"):
         out = engine(read_image(row["image_path"]))
         gt = pdata.regions(row)
         for view, regions in views(out).items():
