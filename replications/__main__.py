@@ -1,7 +1,7 @@
 """Entry point: ``python -m replications paper=pshgcn dataset=dblp [model=rgcn] [scale=smoke] [--multirun ...]``.
 
 A hand run, never the committed protocol: it writes under outputs/results/ (a --multirun job: its own
-multirun/ folder), or its ``results_dir``, and says where; only ``make replicate-<paper>`` writes results/
+multirun/ folder), or its ``paths.results_dir``, and says where; only ``make replicate-<paper>`` writes results/
 (shared.destination).
 """
 
@@ -30,8 +30,8 @@ def main(cfg: DictConfig) -> float | None:
         check_added_keys(cfg, list(hydra_cfg.overrides.task))
         apply_smoke(cfg, hydra_cfg.overrides.task)
         validate(cfg)
-        if hydra_cfg.mode == RunMode.MULTIRUN and not cfg.get("results_dir"):
-            cfg.results_dir = hydra_cfg.runtime.output_dir  # one folder per job: jobs never overwrite each other
+        if hydra_cfg.mode == RunMode.MULTIRUN and not cfg.paths.results_dir:
+            cfg.paths.results_dir = hydra_cfg.runtime.output_dir  # one folder per job: jobs never overwrite each other
         print(f"hand run: results go to {result_path(cfg).resolve()} (results/ is written only by make replicate-<paper>)")
         record = run(cfg, replication)
     except (ConfigError, DestinationError, KeyError) as exc:

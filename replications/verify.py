@@ -32,7 +32,10 @@ def rerun_config(record: dict[str, Any], seeds: list[int], results_dir: Path) ->
     if not config:
         raise ValueError("this result file stores no config (written before configs were recorded): it cannot be re-run")
     cfg = OmegaConf.create(config)
-    cfg.seed, cfg.results_dir = None, str(results_dir)
+    for old in (cfg, cfg.scale):  # records made before the paths group held results_dir here
+        old.pop("results_dir", None)
+    cfg.seed = None
+    cfg.paths = OmegaConf.merge(cfg.get("paths") or {}, {"results_dir": str(results_dir)})
     cfg.scale.seeds = seeds  # one run over the chosen seeds: the data is loaded once
     cfg.tracker = OmegaConf.merge(cfg.tracker, {"name": "none"})
     return cfg

@@ -2,7 +2,7 @@
 
 `make replicate-<paper>` (replications.replicate) runs the protocol with the committed config inside
 `protocol()`; every other run (by hand, with an override, a sweep, a smoke run) writes under
-outputs/results/ or the `results_dir` it names, and is refused a `results_dir` inside results/. So no
+outputs/results/ or the `paths.results_dir` it names, and is refused one inside results/. So no
 run made by hand can replace a committed record or its partial file.
 """
 
@@ -14,7 +14,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from shared.paths import HAND_RUNS
+from shared.paths import HAND_RUNS, SMOKE_RUNS
 from shared.paths import RESULTS as COMMITTED
 
 _in_protocol = False
@@ -45,14 +45,22 @@ def _inside(path: Path, folder: Path) -> bool:
 
 
 def results_root(cfg: DictConfig) -> Path:
-    """The folder holding <paper>/<dataset>/<model>.json for this run."""
-    chosen = cfg.get("results_dir") or cfg.scale.get("results_dir")
-    if _in_protocol and not chosen:
+    """The folder holding <paper>/<dataset>/<model>.json for this run, from the ``paths`` group
+    (conf/paths/default.yaml): its results_dir when set, else the smoke folder for scale=smoke, else results/
+    for the protocol, else the hand-run folder. A config without the group (a test's hand-made one) gets the same defaults."""
+    paths = cfg.get("paths") or {}
+    chosen = paths.get("results_dir")
+    if chosen:
+        root = Path(chosen)
+    elif (cfg.get("scale") or {}).get("name") == "smoke":  # a smoke run is never the protocol's record
+        root = Path(paths.get("smoke_runs") or SMOKE_RUNS)
+    elif _in_protocol:
         return COMMITTED
-    root = Path(chosen) if chosen else HAND_RUNS
+    else:
+        root = Path(paths.get("hand_runs") or HAND_RUNS)
     if _inside(root, COMMITTED):
         raise DestinationError(
-            f"results_dir {root} is inside the committed {COMMITTED}, which only the paper's protocol "
-            f"(make replicate-<paper>, committed config) writes; choose another results_dir"
+            f"paths.results_dir {root} is inside the committed {COMMITTED}, which only the paper's protocol "
+            f"(make replicate-<paper>, committed config) writes; choose another paths.results_dir"
         )
     return root

@@ -1,7 +1,7 @@
 """Merge result records of one (paper, dataset, model) whose seeds ran as separate jobs into one protocol record.
 
 On a shared machine the seeds of a protocol can run as separate processes
-(``python -m replications paper=P dataset=D model=M seed=S results_dir=DIR/S``, or a seed list with
+(``python -m replications paper=P dataset=D model=M seed=S paths.results_dir=DIR/S``, or a seed list with
 ``paper.protocol.seeds=[4,5]``). Every seed re-seeds everything (shared.seeding), so each seed's numbers
 equal those of a sequential run on the same machine and thread count; this concatenates their runs and
 recomputes aggregate and comparison as the runner does.
@@ -36,7 +36,8 @@ from shared.runinfo import portable_paths
 from shared.stats import aggregate
 
 KEY = ("paper", "dataset", "model", "scale")
-JOB_KEYS = ("seed", "results_dir", "tracker")  # which seeds a job ran, where it wrote, what it logged to: not the experiment
+JOB_KEYS = ("seed", "paths", "results_dir", "tracker")  # which seeds a job ran, where it wrote (results_dir: records before
+# the paths group), what it logged to: not the experiment
 
 
 def is_partial(record: dict[str, Any]) -> bool:
@@ -53,6 +54,16 @@ def _without_seed_choice(config: dict[str, Any]) -> dict[str, Any]:
             if isinstance(inner.get("protocol"), dict):
                 inner["protocol"] = {k: v for k, v in inner["protocol"].items() if k != "seeds"}
             out[section] = inner
+    return out
+
+
+def merged_config(config: dict[str, Any]) -> dict[str, Any]:
+    """A job's config as the merged record states it: no one job's seed or results folder."""
+    out = {**config, "seed": None}
+    if "paths" in out:
+        out["paths"] = {**out["paths"], "results_dir": None}
+    if "results_dir" in out:
+        out["results_dir"] = None
     return out
 
 
@@ -120,7 +131,7 @@ def merge_records(records: list[dict[str, Any]], paper_file: Path, sources: list
         "wall_seconds": round(sum(r["wall_seconds"] for r in full) + partial_seconds, 2),  # = a sequential run's time
         "data_seconds": round(sum(r["data_seconds"] for r in full), 2),
         "peak_memory_mb": max(r["peak_memory_mb"] for r in full),
-        "config": {**first["config"], "seed": None, "results_dir": None},  # the merged record covers the listed seeds
+        "config": merged_config(first["config"]),  # the merged record covers the listed seeds
         **({"environment": env} if env else {}),
         **code,
         "merged_from": [portable_paths(str(Path(s).resolve()), keep=4) for s in sources] if sources else f"{len(records)} jobs",

@@ -14,3 +14,4 @@ CONF_DIR = REPO_ROOT / "conf"
 RESULTS = REPO_ROOT / "results"  # the committed results: only a paper's protocol writes here
 PAPERS_DIR = REPO_ROOT / "replications"
 HAND_RUNS = Path("outputs") / "results"  # a run by hand, relative to the working directory like Hydra's outputs/
+SMOKE_RUNS = Path("outputs") / "smoke-results"  # a scale=smoke run (conf/paths/default.yaml names both)

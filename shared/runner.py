@@ -40,7 +40,7 @@ def seeds_of(cfg: DictConfig) -> list[int]:
 
 
 def result_path(cfg: DictConfig) -> Path:
-    # results/ only for the paper's protocol; any other run under outputs/ or its results_dir (shared.destination)
+    # results/ only for the paper's protocol; any other run under outputs/ or its paths.results_dir (shared.destination)
     return results_root(cfg) / cfg.paper.name / cfg.dataset.name / f"{cfg.model.name}.json"
 
 
@@ -129,8 +129,9 @@ def _run(cfg: DictConfig, replication: Replication, progress: Protocol) -> dict[
     data_seconds = time.perf_counter() - started
 
     config = OmegaConf.to_container(cfg, resolve=True)
-    if isinstance(config.get("results_dir"), str):  # no machine's absolute paths in a result file
-        config["results_dir"] = portable_paths(config["results_dir"])
+    for key, value in (config.get("paths") or {}).items():  # no machine's absolute paths in a result file
+        if isinstance(value, str):
+            config["paths"][key] = portable_paths(value)
     done = {r["seed"]: r for r in resumable_runs(cfg, config)}
     per_seed, runs = [], []
     for seed in spec.seeds:

@@ -1,7 +1,7 @@
 """``python -m shared.sweep <multirun folder> [--out FILE.md]``: rank a Hydra sweep's settings on validation.
 
 Each job of ``make sweep-<paper>`` writes its result file under its own Hydra output folder (the sweep
-configs set ``results_dir: ${hydra:runtime.output_dir}``) next to ``.hydra/overrides.yaml``. This groups the
+configs set ``paths.results_dir: ${hydra:runtime.output_dir}``) next to ``.hydra/overrides.yaml``. This groups the
 jobs by their overrides without ``seed`` (one setting, several seeds), averages each metric over the seeds,
 and ranks the settings on the paper's ``select_metric`` only, in the direction ``select_mode`` gives
 (``max`` unless the paper config says ``min``). Test metrics are shown, never used to choose.

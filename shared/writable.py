@@ -20,7 +20,7 @@ def ensure_writable(folder: Path) -> None:
     probe_in = folder
     while not probe_in.exists() and probe_in != probe_in.parent:
         probe_in = probe_in.parent
-    fix = "choose a writable results_dir=<folder>"
+    fix = "choose a writable paths.results_dir=<folder>"
     if not probe_in.is_dir():
         raise DestinationError(f"cannot write results under {folder}: {probe_in} is a file, not a folder; {fix}")
     try:

@@ -33,7 +33,7 @@ def _files(folder: Path) -> list[Path]:
 
 def refused(capsys, argv: list[str], out: Path, cache: Path) -> str:
     """Run replicate with `argv`, assert exit 2, one stderr line, nothing written; return that line."""
-    code = replicate.main([*argv, "tracker=none", f"results_dir={out}"])
+    code = replicate.main([*argv, "tracker=none", f"paths.results_dir={out}"])
     err = capsys.readouterr().err.strip()
     assert code == 2, err
     assert len(err.splitlines()) == 1 and err.startswith("error: "), err
@@ -164,9 +164,9 @@ def _unwritable(tmp_path: Path) -> Path:
 
 def test_unwritable_results_folder_is_refused_before_training(capsys, tmp_path, fresh_cache):
     out = _unwritable(tmp_path)
-    code = replicate.main(["gaga", "dataset=tolokers", "model=gaga", "tracker=none", f"results_dir={out}"])
+    code = replicate.main(["gaga", "dataset=tolokers", "model=gaga", "tracker=none", f"paths.results_dir={out}"])
     err = capsys.readouterr().err.strip()
-    assert code == 2 and err.startswith(f"error: cannot write results under {out}") and "results_dir=" in err
+    assert code == 2 and err.startswith(f"error: cannot write results under {out}") and "paths.results_dir=" in err
     assert _files(fresh_cache) == []  # refused before the data was even fetched
 
 
@@ -190,7 +190,7 @@ def test_hand_run_bad_value_is_one_line_exit_2(tmp_path):
     override, message = "seed=abc", "seed='abc' is invalid"  # one process start: ~30 s on a loaded machine
     env = {**os.environ, "PYTHONPATH": str(ROOT), "WANDB_MODE": "disabled"}
     proc = subprocess.run([sys.executable, "-m", "replications", "paper=gaga", "dataset=tolokers", "model=gaga/tolokers",
-                           "tracker=none", override, f"results_dir={tmp_path / 'out'}"],
+                           "tracker=none", override, f"paths.results_dir={tmp_path / 'out'}"],
                           capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()

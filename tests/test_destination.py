@@ -51,7 +51,7 @@ def test_results_root_is_committed_only_inside_the_protocol(tmp_path):
             ("outputs", "smoke-results")
     assert result_path(cfg).parts[0] == "outputs"  # the block ends, and with it the permission
     with pytest.raises(DestinationError, match="only the paper's protocol"):
-        result_path(compose_cfg("paper=pshgcn", "dataset=dblp", f"results_dir={COMMITTED / 'pshgcn'}"))
+        result_path(compose_cfg("paper=pshgcn", "dataset=dblp", f"paths.results_dir={COMMITTED / 'pshgcn'}"))
 
 
 @pytest.fixture
@@ -112,7 +112,7 @@ def test_hand_run_of_one_seed_writes_outputs_not_the_committed_result(tmp_path):
 
 
 @pytest.mark.parametrize("bad,message", [
-    (f"results_dir={COMMITTED}", "only the paper's protocol"),
+    (f"paths.results_dir={COMMITTED}", "only the paper's protocol"),
     ("+modle.lr=0.1", "unknown config key 'modle'"),
 ])
 def test_bad_hand_run_is_one_line_exit_2_and_writes_nothing(tmp_path, bad, message):

@@ -98,7 +98,7 @@ def test_smoke_run_on_the_mirror_writes_results_and_the_page(tmp_path, fresh_cac
     from shared.report_paper import write_paper
 
     cfg = compose_cfg("paper=evomoe", "dataset=wikitext2", "model=evomoe/wikitext2", "scale=smoke",
-                      "tracker=none", "scale.max_epochs=10", f"results_dir={tmp_path}")
+                      "tracker=none", "scale.max_epochs=10", f"paths.results_dir={tmp_path}")
     record = run(cfg, REPLICATION)
     assert record["complete"] and set(record["aggregate"]) >= {"valid_ppl", "test_ppl", "mean_active_experts"}
     assert 1 < record["aggregate"]["test_ppl"]["mean"] < 33278  # learnt something: below a uniform guess

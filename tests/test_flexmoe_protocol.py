@@ -218,7 +218,7 @@ def test_a2a_worker_on_local_ranks_moves_expert_rows_to_the_replica():
 @needs_mirror
 def test_smoke_run_on_the_mirror_writes_results_and_traces(tmp_path, fresh_cache):
     cfg = compose_cfg("paper=flexmoe", "dataset=wikitext2", "model=flexmoe/wikitext2", "scale=smoke", "tracker=none",
-                      "scale.max_epochs=4", "paper.protocol.window=2", "model.ffn_hidden=64", f"results_dir={tmp_path}")
+                      "scale.max_epochs=4", "paper.protocol.window=2", "model.ffn_hidden=64", f"paths.results_dir={tmp_path}")
     record = run(cfg, REPLICATION)
     assert record["complete"] and 1 < record["aggregate"]["test_ppl"]["mean"] < 33278
     means = {m: a["mean"] for m, a in record["aggregate"].items() if m not in LEFT_OUT}

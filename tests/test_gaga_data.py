@@ -78,7 +78,7 @@ def test_replicate_yelpchi_offline_stops_with_a_clear_message(monkeypatch, tmp_p
     from replications import replicate
 
     _offline(monkeypatch, tmp_path)
-    assert replicate.main(["gaga", "dataset=yelpchi", "tracker=none", "scale=smoke", f"results_dir={tmp_path}"]) == 2
+    assert replicate.main(["gaga", "dataset=yelpchi", "tracker=none", "scale=smoke", f"paths.results_dir={tmp_path}"]) == 2
     err = capsys.readouterr().err
     assert "YelpChi.zip" in err and gdata.YELPCHI.archive.url in err
 

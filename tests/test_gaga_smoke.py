@@ -31,7 +31,7 @@ def test_tolokers_smoke(monkeypatch, tmp_path, model):
     monkeypatch.setenv("REPLICATIONS_MIRROR", str(MIRROR))
     monkeypatch.setenv("REPLICATIONS_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("WANDB_MODE", "disabled")
-    cfg = cfg_for(model, "scale.max_epochs=2", "scale.patience=2", f"results_dir={tmp_path}")
+    cfg = cfg_for(model, "scale.max_epochs=2", "scale.patience=2", f"paths.results_dir={tmp_path}")
     record = run(cfg, REPLICATION)
     path = tmp_path / "gaga" / "tolokers" / f"{cfg.model.name}.json"
     saved = json.loads(path.read_text())

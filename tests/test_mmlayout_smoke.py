@@ -68,7 +68,7 @@ def test_replicate_smoke_writes_results_page_and_figures(monkeypatch, tmp_path):
     from replications import replicate
 
     monkeypatch.setenv("WANDB_MODE", "disabled")
-    assert replicate.main(["mmlayout", "scale=smoke", "tracker=none", f"results_dir={tmp_path}"]) == 0
+    assert replicate.main(["mmlayout", "scale=smoke", "tracker=none", f"paths.results_dir={tmp_path}"]) == 0
     out = tmp_path / "mmlayout"
     for model in report.ARMS:
         saved = json.loads((out / "funsd" / f"{model}.json").read_text())

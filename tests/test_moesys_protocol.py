@@ -37,7 +37,7 @@ def _claim(claim_id: str) -> dict:
 @pytest.mark.parametrize("model", ["moesys/markov_tokens", "moesys_elastic"])
 def test_smoke_protocol_writes_a_record(tmp_path, model):
     cfg = compose_cfg("paper=moesys", "dataset=markov_tokens", f"model={model}", "scale=smoke", "tracker=none",
-                      f"results_dir={tmp_path}")
+                      f"paths.results_dir={tmp_path}")
     from shared.smoke import apply_smoke
 
     apply_smoke(cfg)

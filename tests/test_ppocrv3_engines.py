@@ -109,7 +109,7 @@ def test_smoke_run_through_the_harness(tmp_path, monkeypatch):
     monkeypatch.setenv("WANDB_MODE", "disabled")
     with initialize_config_dir(config_dir=str(REPO_ROOT / "conf"), version_base="1.3"):
         cfg = compose("config", overrides=["paper=ppocrv3", "dataset=funsd", "model=ppocrv3_tesseract", "scale=smoke",
-                                           "tracker=none", f"results_dir={tmp_path}"])
+                                           "tracker=none", f"paths.results_dir={tmp_path}"])
     record = run(cfg, replications.get("ppocrv3"))
     metrics = record["runs"][0]["metrics"]
     assert record["runs"][0]["train"]["trained"] is False
@@ -142,7 +142,7 @@ def test_ppocrv3_smoke_run_matches_the_golden_values(dataset, folder, tmp_path, 
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
     monkeypatch.setenv("WANDB_MODE", "disabled")
     cfg = compose_cfg("paper=ppocrv3", f"dataset={dataset}", f"model=ppocrv3/{dataset}", "scale=smoke", "tracker=none",
-                      f"results_dir={tmp_path}")
+                      f"paths.results_dir={tmp_path}")
     apply_smoke(cfg)
     record = run(cfg, replications.get("ppocrv3"))
     assert record["complete"] and record["runs"][0]["train"]["details"]["images"] == 1

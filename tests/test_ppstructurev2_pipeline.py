@@ -91,7 +91,7 @@ def test_smoke_run_through_the_harness(dataset, tmp_path, monkeypatch):
     monkeypatch.setenv("WANDB_MODE", "disabled")
     with initialize_config_dir(config_dir=str(REPO_ROOT / "conf"), version_base="1.3"):
         cfg = compose("config", overrides=["paper=ppstructurev2", f"dataset={dataset}", f"model=ppstructurev2/{dataset}",
-                                           "scale=smoke", "tracker=none", f"results_dir={tmp_path}"])
+                                           "scale=smoke", "tracker=none", f"paths.results_dir={tmp_path}"])
     apply_smoke(cfg)
     rep = replications.get("ppstructurev2")
     record = run(cfg, rep)

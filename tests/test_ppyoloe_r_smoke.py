@@ -26,7 +26,7 @@ def test_replicate_smoke_writes_results_and_pages(monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)  # the kept weights go under ./outputs
     out = tmp_path / "ppyoloe_r"
     assert architecture.main([str(out), "--sizes", "s"]) == 0  # the side file the page reads
-    code = replicate.main(["ppyoloe_r", "scale=smoke", "tracker=none", f"results_dir={tmp_path}"])
+    code = replicate.main(["ppyoloe_r", "scale=smoke", "tracker=none", f"paths.results_dir={tmp_path}"])
     assert code == 0
     for model in ("ppyoloe_r", "ppyoloe_r_smoothl1", "ppyoloe_r_direct_angle"):
         saved = json.loads((out / "synthetic_rotated" / f"{model}.json").read_text())

@@ -21,7 +21,7 @@ def _cache(module_cache):
 
 
 def _run(tmp_path, *overrides):
-    cfg = compose_cfg("paper=pshgcn", "scale=smoke", "tracker=none", f"results_dir={tmp_path}", *overrides)
+    cfg = compose_cfg("paper=pshgcn", "scale=smoke", "tracker=none", f"paths.results_dir={tmp_path}", *overrides)
     return run(cfg, replications.get("pshgcn"))
 
 

@@ -120,7 +120,7 @@ def test_harness_end_to_end_on_tiny_kg(monkeypatch) -> None:
 def test_smoke_run_on_the_mirror_matches_the_golden_values(tmp_path, fresh_cache) -> None:
     """DistMult + REP at scale=smoke on the real WN18RR through the runner (seconds): its metrics equal
     tests/golden/rep.json. No metric is left out: the record's metrics are ranks only, no timings."""
-    cfg = compose_cfg("dataset=wn18rr", "model=rep_distmult", "scale=smoke", f"results_dir={tmp_path}")
+    cfg = compose_cfg("dataset=wn18rr", "model=rep_distmult", "scale=smoke", f"paths.results_dir={tmp_path}")
     apply_smoke(cfg)
     record = run(cfg, REPLICATION)
     assert record["complete"] and (tmp_path / "rep" / "wn18rr" / "distmult.json").exists()

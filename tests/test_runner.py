@@ -63,7 +63,7 @@ def paper_file(tmp_path) -> Path:
 
 
 def _cfg(tmp_path, *extra):
-    return compose_cfg("paper=pshgcn", "dataset=dblp", "tracker=none", f"results_dir={tmp_path / 'results'}",
+    return compose_cfg("paper=pshgcn", "dataset=dblp", "tracker=none", f"paths.results_dir={tmp_path / 'results'}",
                        "scale.seeds=[1,2,3]", *extra)
 
 

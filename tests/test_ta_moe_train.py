@@ -115,7 +115,7 @@ def test_replay_worker_runs_recorded_matrices_on_local_ranks(tmp_path):
 def test_smoke_run_on_the_mirror_writes_results_and_the_page(tmp_path, fresh_cache):
     for choice in ("ta_moe/wikitext2", "ta_moe_gshard"):
         cfg = compose_cfg("paper=ta_moe", "dataset=wikitext2", f"model={choice}", "scale=smoke", "tracker=none",
-                          "scale.max_epochs=4", f"results_dir={tmp_path}")
+                          "scale.max_epochs=4", f"paths.results_dir={tmp_path}")
         record = run(cfg, REPLICATION)
         assert record["complete"] and 1 < record["aggregate"]["test_ppl"]["mean"] < 33278
         assert len(record["runs"][0]["train"]["dispatch"]) == 4  # every step's matrices reach the record

@@ -31,7 +31,7 @@ def measure(dataset: str, model: str, workdir: Path) -> dict:
     cmd = [sys.executable, "-m", "replications", "paper=pshgcn", f"dataset={dataset}", f"model={choice}",
            # scale=full, cut to EPOCHS: the models at their real size (scale=smoke also shrinks K and widths)
            "scale=full", "seed=1", f"scale.max_epochs={EPOCHS}", f"scale.patience={EPOCHS + 1}", "tracker=none",
-           f"results_dir={workdir}"]
+           f"paths.results_dir={workdir}"]
     subprocess.run(cmd, check=True, capture_output=True, text=True)
     record = json.loads((workdir / "pshgcn" / dataset / f"{model}.json").read_text())
     return {"dataset": dataset, "model": model, "seconds_per_epoch": record["runs"][0]["train"]["seconds_per_epoch"],

@@ -26,7 +26,7 @@ for seed in $seeds; do
   (
     for pair in $pairs; do
       "$py" -m replications paper=rep "dataset=${pair%%:*}" "model=${pair##*:}" "device=$device" tracker=none \
-        "seed=$seed" "results_dir=outputs/rep-seed$seed" ${EXTRA:-}
+        "seed=$seed" "paths.results_dir=outputs/rep-seed$seed" ${EXTRA:-}
     done
   ) > "outputs/rep-seed$seed.log" 2>&1 &
   echo "seed $seed: pid $! (log outputs/rep-seed$seed.log)"
