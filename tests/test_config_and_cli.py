@@ -36,9 +36,14 @@ def test_every_paper_config_composes(paper, dataset, model):
 
 
 def test_every_paper_package_exposes_a_replication():
+    import inspect
+
     for paper in replications.available():
         rep = replications.get(paper)
         assert rep.paper_file.exists(), f"{paper}: paper.yaml missing"
+        # one interface: evaluate sees train's summary, the page comes from report(), no state on the object
+        assert list(inspect.signature(rep.evaluate).parameters) == ["run", "model", "data", "seed", "summary"], paper
+        assert not hasattr(rep, "after_replicate") and vars(rep) == {}, paper
 
 
 def test_unknown_paper_lists_valid_names():
