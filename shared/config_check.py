@@ -20,7 +20,8 @@ POSITIVE_INT = {"hidden", "emb_dim", "ff_dim", "dim", "steps", "batch_size", "he
                 "order", "negatives", "smoke_images", "smoke_eval_tokens", "smoke_eval_queries", "threads", "curve_points",
                 "curve_valid_tokens", "khop", "step_batch"}
 POSITIVE = {"lr", "prop_lr", "gamma", "clip_norm", "capacity_factor", "eval_capacity_factor"}
-NON_NEGATIVE = {"wd", "prop_wd", "weight_decay", "regularization", "warmup_steps", "aux_weight"}
+NON_NEGATIVE_INT = {"warmup_steps"}  # a count that may be 0
+NON_NEGATIVE = {"wd", "prop_wd", "weight_decay", "regularization", "aux_weight"}
 FRACTION = {"dropout", "input_drop", "val_ratio"}  # [0, 1): a dropout of 1 zeroes everything
 NAME_MAPS = {"node_letters", "relations"}  # letters and edge-type ids, not numbers (PSHGCN's K is a node letter)
 DEVICE = re.compile(r"^(cpu|cuda(:\d+)?|mps)$")
@@ -44,9 +45,14 @@ def _check_value(path: str, key: str, value: Any) -> None:
     if value is None:
         return
     if key in POSITIVE_INT:
-        if not (_is_number(value) and float(value).is_integer() and value > 0):
-            raise ConfigError(f"{path}={value!r} is invalid: it must be a positive integer; fix the override "
+        if not (_is_number(value) and value > 0 and isinstance(value, int)):  # 2.0 fails later in range(2.0)
+            whole = _is_number(value) and value > 0 and float(value).is_integer()
+            raise ConfigError(f"{path}={value!r} is invalid: it must be a positive integer"
+                              f"{f' such as {int(value)}, not a float' if whole else ''}; fix the override "
                               f"or the config file")
+    elif key in NON_NEGATIVE_INT:
+        if not (_is_number(value) and value >= 0 and isinstance(value, int)):
+            raise ConfigError(f"{path}={value!r} is invalid: it must be an integer >= 0; fix the override or the config file")
     elif key in POSITIVE:
         if not (_is_number(value) and value > 0):
             raise ConfigError(f"{path}={value!r} is invalid: it must be a number > 0; fix the override or the config file")

@@ -59,6 +59,10 @@ def refused(capsys, argv: list[str], out: Path, cache: Path) -> str:
     ("scale.patience=0", "scale.patience=0 is invalid"),
     ("model.hidden=0", "model.hidden=0 is invalid: it must be a positive integer"),
     ("model.K=2.5", "model.K=2.5 is invalid"),
+    # a whole float passed the integer check, then range(2.0) failed after the data loaded (gaga/train.py)
+    ("scale.max_epochs=2.0", "scale.max_epochs=2.0 is invalid: it must be a positive integer such as 2, not a float"),
+    ("model.hidden=64.0", "model.hidden=64.0 is invalid: it must be a positive integer such as 64"),
+    ("paper.protocol.max_epochs=1e3", "paper.protocol.max_epochs=1000.0 is invalid"),
     ("model.dropout=1.5", "model.dropout=1.5 is invalid: it must be a number in [0, 1)"),
     ("model.wd=-1", "model.wd=-1 is invalid: it must be a number >= 0"),
     ("scale.seeds=[]", "scale.seeds=[] is invalid: it must be a non-empty list of seeds"),
@@ -75,6 +79,14 @@ def test_out_of_range_values_are_refused_before_any_work(capsys, tmp_path, fresh
 def test_cuda_on_a_machine_without_it_names_the_devices_there(capsys, tmp_path, fresh_cache):
     err = refused(capsys, ["gaga", "dataset=tolokers", "model=gaga", "device=cuda"], tmp_path / "out", fresh_cache)
     assert "device=cuda is not available on this machine" in err and "this machine has: cpu" in err
+
+
+def test_a_whole_float_for_a_count_is_refused_in_every_paper(capsys, tmp_path, fresh_cache):
+    err = refused(capsys, ["gaga", "dataset=tolokers", "model=gaga", "scale=smoke", "scale.max_epochs=2.0"],
+                  tmp_path / "out", fresh_cache)
+    assert "scale.max_epochs=2.0 is invalid: it must be a positive integer such as 2, not a float" in err
+    err = refused(capsys, ["evomoe", "paper.protocol.warmup_steps=3.0"], tmp_path / "out", fresh_cache)
+    assert "paper.protocol.warmup_steps=3.0 is invalid: it must be an integer >= 0" in err
 
 
 def test_a_scale_override_of_zero_is_a_value_not_unset(capsys, tmp_path, fresh_cache):
