@@ -5,6 +5,7 @@ sha256. Before each use the file is checked against its stamp; a file without a 
 stamps, or by a run interrupted between the two writes), truncated or altered is treated as absent, so the
 caller rebuilds it from its verified source instead of reading half a node.dat or a corrupt tensor file.
 An extracted folder is stamped as a whole: one stamp listing every member's size and sha256.
+Writers of one entry take turns (an flock on ``.<name>.lock`` beside it); readers check under a shared lock.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from shared.atomic import atomic_path, write_json_atomic
+from shared.exclusive import file_lock, lock_beside
 
 T = TypeVar("T")
 
@@ -75,14 +77,23 @@ def discard(path: Path) -> None:
 
 def cached_file(path: Path, build: Callable[[], T], save: Callable[[T, Path], None],
                 read: Callable[[Path], T]) -> T:
-    """read(path) when the cached file is intact; else build() it, save it atomically and stamp it."""
-    if intact(path):
-        return read(path)
-    if path.exists():
-        print(f"note: rebuilding {path}: it does not match the size and sha256 recorded when it was made")
-        discard(path)
-    value = build()
-    with atomic_path(path) as tmp:
-        save(value, tmp)
-    stamp(path)
+    """read(path) when the cached file is intact; else build() it, save it atomically and stamp it.
+
+    Safe for parallel runs: checked and read under a shared lock (``.<name>.lock`` beside it), built under an
+    exclusive one; a run that finds an intact file once it holds that lock reads it instead of building.
+    """
+    lock = lock_beside(path)
+    with file_lock(lock, shared=True):
+        if intact(path):
+            return read(path)
+    with file_lock(lock):
+        if intact(path):  # built by another run while this one waited
+            return read(path)
+        if path.exists():
+            print(f"note: rebuilding {path}: it does not match the size and sha256 recorded when it was made")
+            discard(path)
+        value = build()
+        with atomic_path(path) as tmp:  # a temporary name of this writer's own, renamed into place
+            save(value, tmp)
+        stamp(path)
     return value

@@ -2,7 +2,10 @@
 
 Layout: a mirror (``$REPLICATIONS_MIRROR``) holds ``<folder>/<file>`` exactly like ``../shared/data``
 and is only ever read. Downloads and extracted archives live in the cache
-(``$REPLICATIONS_CACHE``, default ``~/.cache/replications``), written atomically. A file whose official
+(``$REPLICATIONS_CACHE``, default ``~/.cache/replications``), written atomically: each writer under a name
+of its own, renamed into place once verified, one writer at a time per entry (an flock on a hidden
+``.<name>.lock`` beside it, shared.exclusive), so parallel runs on a cold cache (a joblib sweep) wait for
+the first and use its copy. A file whose official
 distribution is a zip is declared with ``Packed``: the mirror holds the file itself, a download fetches
 and verifies the archive once, then extracts and verifies the member.
 """
@@ -12,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import tempfile
 import urllib.error
 import urllib.request
 import zipfile
@@ -20,7 +24,8 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from shared.atomic import atomic_path
+from shared.atomic import atomic_path, current_umask
+from shared.exclusive import file_lock, lock_beside
 
 CHUNK = 1 << 20
 
@@ -115,6 +120,15 @@ def _download(remote: RemoteFile, target: Path) -> None:
         verify(tmp, remote, origin=f"downloaded from {remote.url}")  # refused before the rename
 
 
+def _download_once(remote: RemoteFile, target: Path) -> None:
+    """Download `remote` to `target` unless another writer did while this one waited for the lock."""
+    with file_lock(lock_beside(target)):
+        if target.exists():  # renamed into place only once verified: a finished copy
+            verify(target, remote, origin="cache")
+            return
+        _download(remote, target)
+
+
 def _download_member(spec: DatasetSpec, remote: RemoteFile, target: Path) -> None:
     """Download (once) and verify the archive, then extract and verify this one member."""
     archive = remote.archive()
@@ -122,7 +136,7 @@ def _download_member(spec: DatasetSpec, remote: RemoteFile, target: Path) -> Non
     if zipped.exists():
         verify(zipped, archive, origin="cache")
     else:
-        _download(archive, zipped)
+        _download_once(archive, zipped)
     with atomic_path(target) as tmp:
         try:
             with zipfile.ZipFile(zipped) as zf, zf.open(remote.packed.member) as src, open(tmp, "wb") as out:
@@ -145,10 +159,13 @@ def fetch_file(spec: DatasetSpec, remote: RemoteFile) -> Path:
         verify(cached, remote, origin="cache")
         return cached
     try:
-        if remote.packed is not None:
-            _download_member(spec, remote, cached)
-        else:
-            _download(remote, cached)
+        with file_lock(lock_beside(cached)):  # one writer; the others wait, then use its verified copy
+            if cached.exists():
+                verify(cached, remote, origin="cache")
+            elif remote.packed is not None:
+                _download_member(spec, remote, cached)
+            else:
+                _download(remote, cached)
     except DataError as exc:
         where = (
             f"not in the mirror ({mirror / spec.folder / remote.name})"
@@ -172,26 +189,37 @@ def fetch(spec: DatasetSpec) -> dict[str, Path]:
 
 
 def extract_zip(archive: Path, sha256: str) -> Path:
-    """Extract `archive` once into the cache (atomically, via a temporary folder); return that folder."""
+    """Extract `archive` once into the cache and return that folder.
+
+    Safe for parallel runs: the folder is checked under a shared lock, written under an exclusive one
+    (a writer that finds a verified copy once it holds the lock uses it), each writer extracting into a
+    temporary folder of its own that is renamed into place and stamped; a failed one is removed.
+    """
     from shared.data.derived import discard, intact, stamp  # derived builds on this module
 
     target = cache_dir() / "extracted" / sha256[:16]
-    if intact(target):  # every member as extracted (size + sha256): half a node.dat is never read
-        return target
-    if target.exists():
-        print(f"note: re-extracting {archive} into {target}: its files differ from those extracted")
-        discard(target)
-    tmp = target.with_name(target.name + ".part")
-    shutil.rmtree(tmp, ignore_errors=True)
-    try:
-        with zipfile.ZipFile(archive) as zf:
-            bad = zf.testzip()
-            if bad is not None:
-                raise DataError(f"{archive}: member {bad} is corrupt. Fix: delete the archive and fetch again.")
-            zf.extractall(tmp)
-    except zipfile.BadZipFile as exc:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise DataError(f"{archive} is not a valid zip ({exc}). Fix: delete it and fetch again.") from exc
-    os.replace(tmp, target)
-    stamp(target)
+    lock = lock_beside(target)
+    with file_lock(lock, shared=True):  # no writer is replacing it while it is checked
+        if intact(target):  # every member as extracted (size + sha256): half a node.dat is never read
+            return target
+    with file_lock(lock):
+        if intact(target):  # another run extracted it while this one waited
+            return target
+        if target.exists():
+            print(f"note: re-extracting {archive} into {target}: its files differ from those extracted")
+            discard(target)
+        tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".part"))
+        try:
+            with zipfile.ZipFile(archive) as zf:
+                bad = zf.testzip()
+                if bad is not None:
+                    raise DataError(f"{archive}: member {bad} is corrupt. Fix: delete the archive and fetch again.")
+                zf.extractall(tmp)
+            os.chmod(tmp, 0o777 & ~current_umask())  # mkdtemp makes it 0700: give it a plain mkdir's mode
+            os.replace(tmp, target)
+        except zipfile.BadZipFile as exc:
+            raise DataError(f"{archive} is not a valid zip ({exc}). Fix: delete it and fetch again.") from exc
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)  # gone already when renamed
+        stamp(target)
     return target
