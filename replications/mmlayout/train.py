@@ -9,12 +9,12 @@ from collections.abc import Callable
 
 import torch
 from torch import nn
-from tqdm.auto import tqdm
 
 from replications.mmlayout.data import LABELS, Form
 from replications.mmlayout.encode import IGNORE, Window, collate
 from replications.mmlayout.metrics import COUNT_FIELDS, counts
 from replications.mmlayout.model import Tagger
+from shared.progress import bar
 
 LogFn = Callable[[dict[str, float], int], None]
 
@@ -67,7 +67,7 @@ def fit(model: Tagger, windows: list[Window], *, epochs: int, batch_size: int, l
     for epoch in range(1, epochs + 1):
         model.train()
         t0, loss_sum, n = time.perf_counter(), 0.0, 0
-        for batch in tqdm(batches(windows, batch_size, gen), desc=f"epoch {epoch}/{epochs}", leave=False):
+        for batch in bar(batches(windows, batch_size, gen), desc=f"epoch {epoch}/{epochs}"):
             b = {k: v.to(device) for k, v in collate(batch).items()}
             with autocast(device, precision):
                 logits = model(b["input_ids"], b["bbox"], b["attention_mask"], b["units"])

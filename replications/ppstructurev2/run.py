@@ -24,10 +24,10 @@ from typing import Any
 import cv2
 import numpy as np
 from omegaconf import DictConfig
-from tqdm.auto import tqdm
 
 from replications.ppstructurev2 import table
 from replications.ppstructurev2.teds import teds
+from shared.progress import bar
 
 
 def threads() -> int:
@@ -68,7 +68,7 @@ def measure_tables(cfg: DictConfig, models: dict[str, Any], ds) -> tuple[dict[st
     slanet(first), table.table_ocr(ocr, first)  # warm-up (session initialisation), not timed
     rows, examples = [], {}
     wanted = set(cfg.dataset.get("example_items", []))
-    for item in tqdm(ds, desc=f"{cfg.dataset.name} tables", unit="table"):
+    for item in bar(ds, desc=f"{cfg.dataset.name} tables", unit="table", total=len(ds)):
         img = read_image(item["image_path"])
         t0, c0 = time.perf_counter(), time.process_time()
         structure = slanet(img)
@@ -153,7 +153,7 @@ def recall_at(gt: list[tuple[str, list[float]]], dets: list[tuple[str, list[floa
 def measure_layout(cfg: DictConfig, detector: Any, ds) -> tuple[dict[str, float], dict[str, Any]]:
     detector(read_image(ds[0]["image_path"]))  # warm-up, not timed
     rows, seconds, cpu, hit, total = [], [], [], 0, 0
-    for item in tqdm(ds, desc=f"{cfg.dataset.name} pages", unit="page"):
+    for item in bar(ds, desc=f"{cfg.dataset.name} pages", unit="page", total=len(ds)):
         img = read_image(item["image_path"])
         c0 = time.process_time()
         dets, sec = detector(img)

@@ -8,19 +8,19 @@ from pathlib import Path
 import numpy as np
 import torch
 from PIL import Image
-from tqdm import tqdm
 
 from replications.ppyoloe_r.dota_eval import DOTA_V1_CLASSES, Objects, evaluate
 from replications.ppyoloe_r.dota_split import merge, split
 from replications.ppyoloe_r.model import PPYOLOER
 from replications.ppyoloe_r.train import predict
+from shared.progress import bar
 
 
 def detect_large(model: PPYOLOER, images: dict[str, Path], classes: tuple[str, ...] = DOTA_V1_CLASSES,
                  size: int = 1024, gap: int = 200, **predict_kw) -> dict[str, list[tuple[str, float, np.ndarray]]]:
     """Merged detections per class on whole images: {class: [(image, score, polygon)]}."""
     per_patch: dict[str, list] = {c: [] for c in classes}
-    for stem, path in tqdm(images.items(), desc="detect", leave=False):
+    for stem, path in bar(images.items(), desc="detect", total=len(images)):
         with Image.open(path) as im:
             arr = np.asarray(im.convert("RGB"))
         empty = Objects(np.zeros((0, 8)), [])

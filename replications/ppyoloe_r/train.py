@@ -17,13 +17,13 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from tqdm import tqdm
 
 from replications.ppyoloe_r.boxes import corners, fold_angle, rotated_iou
 from replications.ppyoloe_r.dota_eval import Objects, evaluate
 from replications.ppyoloe_r.loss import detection_loss
 from replications.ppyoloe_r.model import PPYOLOER
 from replications.ppyoloe_r.synthetic import RotatedSet
+from shared.progress import bar
 
 WEIGHTS_DIR = Path("outputs") / "ppyoloe_r" / "weights"  # trained weights stay out of git
 
@@ -92,7 +92,7 @@ def fit(model: PPYOLOER, data, steps: int, batch_size: int, lr: float, weight_de
     curve, t0 = [], time.perf_counter()
     order: list[int] = []
     last: dict[str, float] = {}
-    for step in tqdm(range(steps), desc="train", mininterval=10, leave=False):
+    for step in bar(range(steps), desc="train"):
         model.train()
         if len(order) < batch_size:
             order += torch.randperm(len(data), generator=gen).tolist()

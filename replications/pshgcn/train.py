@@ -15,9 +15,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
-from tqdm.auto import tqdm
 
 from shared.metrics import f1_micro_macro, multilabel_threshold, multilabel_topk_by_true_count
+from shared.progress import bar as progress_bar
 
 
 @dataclass
@@ -90,7 +90,7 @@ def fit(model: nn.Module, inputs: tuple, y: Tensor, split: Split, multilabel: bo
         with torch.no_grad():
             return model(*inputs)
 
-    bar = tqdm(range(max_epochs), desc="epochs", leave=False, mininterval=10)
+    bar = progress_bar(range(max_epochs), desc="epochs")
     train_loss, stopped, epoch = float("nan"), False, 0
     started = time.perf_counter()
     for epoch in bar:
