@@ -64,8 +64,9 @@ def exclusive(name: str = BENCH_LOCK) -> Iterator[dict]:
     in when the block ends) belongs in the figures the benchmark writes, beside its timings.
     """
     record: dict = {"how": LABEL}
+    lock = bench_lock_path(name)
     asked = time.perf_counter()
-    with file_lock(bench_lock_path(name)):
+    with file_lock(lock):
         got = time.perf_counter()
         record.update(waited_s=round(got - asked, 1), load_1min_before=load_1min())
         try:

@@ -145,3 +145,28 @@ def test_parallel_builds_of_a_derived_file_build_once(tmp_path, corrupt):
     assert _all_at_once(_derive, str(target), str(log)) == [50000] * WRITERS
     assert log.read_text().count("built") == 1 and intact(target)
     assert sorted(p.name for p in target.parent.iterdir()) == [".data.json.lock", "data.json", "data.json.stamp.json"]
+
+
+def _bench(cache: str, log: str, barrier) -> dict:
+    import time
+
+    from shared.exclusive import exclusive
+
+    os.environ["REPLICATIONS_CACHE"] = cache
+    barrier.wait()
+    with exclusive() as alone:
+        start = time.monotonic()
+        time.sleep(0.3)
+        end = time.monotonic()
+    with open(log, "a") as f:
+        f.write(f"{start} {end}\n")
+    return alone
+
+
+def test_benchmarks_under_the_exclusive_lock_never_overlap(tmp_path, fresh_cache):
+    log = tmp_path / "held.log"
+    records = _all_at_once(_bench, str(fresh_cache), str(log))
+    spans = sorted(tuple(map(float, line.split())) for line in log.read_text().splitlines())
+    assert all(a_end <= b_start for (_, a_end), (b_start, _) in zip(spans, spans[1:]))
+    assert all({"how", "waited_s", "held_s", "load_1min_before", "load_1min_after"} <= set(r) for r in records)
+    assert (fresh_cache / "locks" / "bench.lock").exists()

@@ -1,7 +1,7 @@
 """Flat vs hierarchical all-to-all on the emulated cluster, and the α–β model fitted to it.
 
     python -m replications.moe.bench_comm [--topologies 2x2,2x4] [--rates 100,400,2000] [--reps 5]
-    make bench-moe-comm ARGS="..."          # run it under /work/bin/heavy-exclusive on a shared machine
+    make bench-moe-comm ARGS="..."          # runs alone among the project's benchmarks (shared.exclusive lock)
 
 For every topology (N nodes x G ranks) and inter-node rate (Mbit/s, tc tbf; `none` = unshaped veths) one
 cluster runs `replications.moe.comm_worker` over the per-rank sizes (1 KiB - 8 MiB): flat all-to-all,
@@ -28,6 +28,7 @@ import torch
 from replications.moe.costmodel import CostModel, fit
 from replications.moe.testbed import EmulatedCluster, _burst_kbit, testbed_unavailable_reason
 from shared.atomic import save_figure_atomic, write_json_atomic, write_text_atomic
+from shared.exclusive import exclusive
 from shared.paths import HAND_RUNS
 from shared.runinfo import environment, git_state
 
@@ -290,9 +291,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     git = git_state()  # the code that ran, even if a commit lands while it runs
     topologies = [tuple(int(v) for v in t.split("x")) for t in args.topologies.split(",")]
-    start = time.perf_counter()
-    rows = measure(topologies, parse_rates(args.rates), [int(s) for s in args.sizes.split(",")], args.reps)
-    record = {"environment": environment(git), "wall_s": time.perf_counter() - start, "rows": rows,
+    with exclusive() as alone:  # no other benchmark of the project times at the same time
+        start = time.perf_counter()
+        rows = measure(topologies, parse_rates(args.rates), [int(s) for s in args.sizes.split(",")], args.reps)
+        wall = time.perf_counter() - start
+    record = {"environment": environment(git), "wall_s": wall, "exclusive": alone, "rows": rows,
               "analysis": analyse(rows)}
     return write(record, Path(args.out))
 

@@ -7,7 +7,8 @@ product) are timed on the first ``--sample`` and 2 x ``--sample`` test triples a
 is read at the whole set (labelled ``extrapolated``):
 their full ranking is ~10-100x a dot-product model's on this CPU. Writes ``--out`` (default
 outputs/results/rep/bench_eval.json; REP's page reads results/rep/bench_eval.json) with the command, commit,
-hardware and versions; run it under /work/bin/heavy-exclusive on a shared machine.
+hardware and versions. It runs alone among the project's benchmarks (shared.exclusive lock, waited for) and
+records the 1-minute load average before and after.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from replications.rep import REPLICATION, hparams, score_fn
 from replications.rep.budget import compose, run_of
 from replications.rep.evaluate import filtered_metrics
 from shared.atomic import write_json_atomic
+from shared.exclusive import exclusive
 from shared.paths import HAND_RUNS
 from shared.runinfo import environment
 
@@ -39,6 +41,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sample", type=int, default=1024, help="test triples timed for the L1-distance models")
     ap.add_argument("--out", default=str(OUT))
     args = ap.parse_args(argv)
+    with exclusive() as alone:  # no other benchmark of the project times at the same time
+        rows = measure(args)
+    write_json_atomic(Path(args.out), {
+        "what": "filtered ranking of the FB15k-237 test set, head + tail queries, replications.rep.evaluate",
+        "target_seconds": TARGET_SECONDS, "threads": args.threads, "rows": rows,
+        "load_average_1_5_15min": os.getloadavg(), "semaphore": alone["how"], "exclusive": alone,
+        **environment()})
+    print(f"wrote {args.out}")
+    return 0
+
+
+def measure(args: argparse.Namespace) -> list[dict]:
     torch.set_num_threads(args.threads)
     cfg = compose("fb15k_237", "complex", [])
     data = REPLICATION.load_data(run_of(cfg))
@@ -73,13 +87,7 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(row)
         print(f"{name:9s} dim {row['dim']:5d}  {row['seconds_best']:8.2f} s  ({row['how']}; {row['timed_seconds']})",
               flush=True)
-    write_json_atomic(Path(args.out), {
-        "what": "filtered ranking of the FB15k-237 test set, head + tail queries, replications.rep.evaluate",
-        "target_seconds": TARGET_SECONDS, "threads": args.threads, "rows": rows,
-        "load_average_1_5_15min": os.getloadavg(), "semaphore": os.environ.get("KG_SEMAPHORE", "unknown"),
-        **environment()})
-    print(f"wrote {args.out}")
-    return 0
+    return rows
 
 
 if __name__ == "__main__":

@@ -5,7 +5,8 @@ times N optimiser steps after 2 warm-up steps (CPU time of this process, one thr
 recipe's step count: the CPU hours a full training of that recipe costs on this CPU (one core), before any
 evaluation. It says nothing about the MRR reached (results/rep/budget/ does, for the recipe it measures).
 Writes ``--out`` (default outputs/results/rep/bench_steps.json; REP's page reads results/rep/bench_steps.json)
-with the command, commit, hardware and versions.
+with the command, commit, hardware and versions. It runs alone among the project's benchmarks (shared.exclusive
+lock, waited for) and records the 1-minute load average before and after.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from replications.rep import REPLICATION, base_steps, hparams
 from replications.rep.budget import compose, run_of
 from replications.rep.train import fit_recipe
 from shared.atomic import write_json_atomic
+from shared.exclusive import exclusive
 from shared.paths import HAND_RUNS
 from shared.runinfo import environment
 
@@ -36,6 +38,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--override", action="append", default=[], help="a Hydra override (smoke tests)")
     ap.add_argument("--out", default=str(OUT))
     args = ap.parse_args(argv)
+    with exclusive() as alone:  # no other benchmark of the project times at the same time
+        rows = measure(args)
+    write_json_atomic(Path(args.out), {"what": "CPU time per optimiser step of each committed base recipe, one thread",
+                                       "steps_timed": args.steps, "rows": rows,
+        "load_average_1_5_15min": os.getloadavg(), "semaphore": alone["how"], "exclusive": alone,
+        **environment()})
+    print(f"wrote {args.out}")
+    return 0
+
+
+def measure(args: argparse.Namespace) -> list[dict]:
     torch.set_num_threads(1)
     rows = []
     for dataset in args.datasets.split(","):
@@ -57,12 +70,7 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(row)
             print(f"{dataset:9s} {name:8s} dim {hp['dim']:5d}  {per_step * 1000:8.1f} ms/step  x {total} steps = "
                   f"{row['recipe_cpu_hours']} CPU h", flush=True)
-    write_json_atomic(Path(args.out), {"what": "CPU time per optimiser step of each committed base recipe, one thread",
-                                       "steps_timed": args.steps, "rows": rows,
-        "load_average_1_5_15min": os.getloadavg(), "semaphore": os.environ.get("KG_SEMAPHORE", "unknown"),
-        **environment()})
-    print(f"wrote {args.out}")
-    return 0
+    return rows
 
 
 if __name__ == "__main__":
