@@ -2,7 +2,7 @@
 stream while the compute stream runs the section before (the same ring as on CPU: ring.RingMemory).
 
     python -m replications.moesys.gpu_ring                       # one H200: ~3-5 min, writes the JSON below
-    python -m replications.moesys.gpu_ring --device cpu --size tiny --out-dir /tmp/ring   # CPU smoke test
+    python -m replications.moesys.gpu_ring --device cpu --size tiny --out-dir outputs/ring   # CPU smoke test
 
 Writes <out-dir>/ring_<gpu>.json (default out-dir: outputs/results/moesys/gpu; to commit a measurement, pass
 --out-dir results/moesys/gpu, where the page's report() reads it): per setting, fully resident vs

@@ -24,7 +24,7 @@ from replications.ppyoloe_r.dota_split import split
 from shared.data import DataError, DatasetSpec, RemoteFile, fetch, mirror_dir
 
 DEVKIT = "https://raw.githubusercontent.com/CAPTAIN-WHU/DOTA_devkit/99388551054be9a6dabb01c8bb2a7eb562d57b4f/example"
-EXAMPLE_SHA256 = {  # /work/shared/data/DOTA-examples/PROVENANCE.md, checked against the devkit at that commit
+EXAMPLE_SHA256 = {  # DOTA-examples/PROVENANCE.md in the mirror, checked against the devkit at that commit
     "labelTxt/P0706.txt": "59be6ea2f68eeb2980ea0f48b02be86e271149541daefa76c645589627c5ab8f",
     "labelTxt/P0770.txt": "11a9ddca66c0e09605bae852551669f559abe61c9f6c8a319b70be4efd4d867b",
     "labelTxt/P1088.txt": "2975eb129e360f1ef3c4e913e092efdadaeac7f0a49ed5e52d89fd7dfd608aeb",
