@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 
 from shared.atomic import write_text_atomic
+from shared.runinfo import portable_paths
 
 
 def jobs(folder: Path) -> list[tuple[dict[str, str], dict[str, Any]]]:
@@ -86,7 +87,7 @@ def main(argv: list[str]) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     tests = sorted(m for m in rows[0]["metrics"] if m.startswith("test"))[:4]
-    command = "python -m shared.sweep " + " ".join(argv)
+    command = portable_paths("python -m shared.sweep " + " ".join(argv))  # no machine path on the page
     heading = args.title or f"Sweep {args.folder}"
     text = f"# {heading}\n\nMade by `{command}`.\n\n" + markdown(metric, mode, rows, [metric, *tests])
     print(text)
