@@ -13,13 +13,16 @@ def summarize(values: list[float]) -> dict[str, float]:
     arr = np.asarray(values, dtype=np.float64)
     n = len(arr)
     mean = float(arr.mean())
-    # Population std (ddof=0) is what the HGB papers print (np.sqrt(np.var(...))); the CI uses ddof=1.
-    std = float(arr.std(ddof=0))
+    # Sample std (ddof=1), the suite's one convention: the CI below, every paper's report (mmlayout, evomoe,
+    # ta_moe, flexmoe, ppyoloe_r) and the results pages use it. The HGB papers (pshgcn, gaga) print the population
+    # std (np.sqrt(np.var(...)), ddof=0): their reported stds are sqrt((n-1)/n) of ours for the same numbers;
+    # statuses compare means only. One seed has no spread to estimate: std 0 as before (the pages print n=1
+    # beside it, and plot no bar), CI NaN.
     if n > 1:
-        sem = float(arr.std(ddof=1)) / math.sqrt(n)
-        half = float(stats.t.ppf(0.975, n - 1)) * sem
+        std = float(arr.std(ddof=1))
+        half = float(stats.t.ppf(0.975, n - 1)) * std / math.sqrt(n)
     else:
-        half = float("nan")
+        std, half = 0.0, float("nan")
     return {"mean": mean, "std": std, "n": n, "ci95_low": mean - half, "ci95_high": mean + half}
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from shared.metrics import f1_micro_macro, multilabel_threshold, multilabel_topk_by_true_count
 from shared.reference import NO_REFERENCE, NOT_REPRODUCED, REPRODUCED, compare
-from shared.stats import percentile_interval, resample_indices, summarize
+from shared.stats import aggregate, percentile_interval, resample_indices, summarize
 
 
 def test_f1_single_label_by_hand():
@@ -42,9 +42,21 @@ def test_threshold_rule():
 def test_summarize_by_hand():
     s = summarize([1.0, 2.0, 3.0])
     assert s["mean"] == 2.0 and s["n"] == 3
-    assert s["std"] == pytest.approx(math.sqrt(2 / 3))  # population std, as the HGB papers print
+    assert s["std"] == pytest.approx(1.0)  # sample std: squares 1 + 0 + 1 over n - 1 = 2
     half = 4.302652729911275 / math.sqrt(3)  # t_{0.975, 2} * sd / sqrt(n), sd = 1
     assert s["ci95_low"] == pytest.approx(2 - half) and s["ci95_high"] == pytest.approx(2 + half)
+
+
+def test_aggregate_std_is_the_sample_std_by_hand():
+    # 2, 4, 4, 4, 5, 5, 7, 9: mean 5, squared deviations sum to 32 -> sample std sqrt(32 / 7) (ddof=1), not the
+    # population std sqrt(32 / 8) = 2 that the HGB papers print.
+    per_seed = [{"test_f1": v, "test_ppl": 10 * v} for v in (2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0)]
+    agg = aggregate(per_seed)
+    assert agg["test_f1"]["mean"] == 5.0 and agg["test_f1"]["n"] == 8
+    assert agg["test_f1"]["std"] == pytest.approx(math.sqrt(32 / 7)) and agg["test_f1"]["std"] != pytest.approx(2.0)
+    assert agg["test_ppl"]["std"] == pytest.approx(10 * math.sqrt(32 / 7))
+    one = aggregate([{"test_f1": 3.0}])["test_f1"]  # one seed: no spread to estimate (std 0, CI undefined)
+    assert one["std"] == 0.0 and math.isnan(one["ci95_low"])
 
 
 def test_bootstrap_pieces_by_hand():
