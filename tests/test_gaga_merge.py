@@ -95,7 +95,7 @@ def test_page_from_records_and_benchmark(tmp_path):
     page = (tmp_path / "gaga" / "README.md").read_text()
     rows = [line for line in page.splitlines() if line.startswith("| ") and "±" in line]
     assert [r.split(" | ")[0] for r in rows] == ["| gaga", "| mlp", "| graphsage"]  # paper order
-    assert rows[0].split(" | ")[1:3] == ["79.00 ± 1.00", "39.50 ± 0.50"]
+    assert rows[0].split(" | ")[1:3] == ["79.00 ± 1.41", "39.50 ± 0.71"]  # sample std (ddof=1)
     assert "| 1/2 | 100 epochs of batches of 256, in steps | row-normalised | – | 2.0 |" in rows[0]
     assert "82.43 ± 0.44 (secondary)" in rows[2]
     assert "| net_rur | 98,624 | 356,360 | 0.5 | 0.6 |" in page and "this run meets it in wall time" in page

@@ -110,7 +110,7 @@ def test_page_from_records_reads_paired_differences(tmp_path):
     assert direct.kind == "authors_release" and direct.verified and smooth.kind == "paper" and not smooth.verified
     assert "below this run's resolution" in direct.evidence and "s model from scratch, 4 steps" in smooth.scale
     table = next(b for b in page.blocks if isinstance(b, Table))
-    assert table.rows[0][1:4] == ["71.00 ± 0.82", 3, "70.00, 72.00, 71.00"]
+    assert table.rows[0][1:4] == ["71.00 ± 1.00", 3, "70.00, 72.00, 71.00"]
     assert table.rows[1][4].startswith("-10.00 [")
     text = "\n".join(b for b in page.blocks if isinstance(b, str))
     assert "Noise floor: the paper's setting varies by 1.00 mAP" in text and "2: 50.0, 4: 70.0" in text

@@ -45,8 +45,8 @@ def test_first_screen_is_each_papers_verdict_then_every_referenced_number(built)
     assert [(r[2], r[3], r[4]) for r in rows] == [("d1", "toy", "test_acc"), ("d2", "toy", "test_acc")]
     d1, d2 = rows
     # The stored comparison said "no reference": the page recomputed it from the paper.yaml as it is now.
-    assert d1[1] == "🟢 **reproduced**" and d1[5:8] == ["80.20 ± 0.10 (n=2)", "80.00", "`paper`"]
-    assert d2[1] == "🔴 **not reproduced**" and d2[5:8] == ["61.00 ± 1.00 (n=2)", "50.00", "`secondary`"]
+    assert d1[1] == "🟢 **reproduced**" and d1[5:8] == ["80.20 ± 0.14 (n=2)", "80.00", "`paper`"]
+    assert d2[1] == "🔴 **not reproduced**" and d2[5:8] == ["61.00 ± 1.41 (n=2)", "50.00", "`secondary`"]
     # Test rows of the paper: toy d1/d2 and base d1/d2, test_acc and test_rank each -> 1 / 1 / 6.
     assert d1[8] == "1 / 1 / 6" and d2[8] == ""
 

@@ -85,7 +85,7 @@ def test_chromium_shows_the_verdicts_first_and_loads_every_image(tmp_path, width
     assert 'status good">reproduced<' in first[0] and "80.20 vs 80.00 (paper)" in first[0]
     assert 'status bad">not reproduced<' in first[1] and "(secondary)" in first[1]
     numbers = [r for r in rows if ">test_acc</code> toy on" in r]
-    assert len(numbers) == 2 and "80.20 ± 0.10 (n=2)" in numbers[0] and ">paper</code>" in numbers[0]
+    assert len(numbers) == 2 and "80.20 ± 0.14 (n=2)" in numbers[0] and ">paper</code>" in numbers[0]
     assert len(widths) == 1 and all(w > 0 for w in widths), f"images not loaded: {widths}"
     assert overflow <= 0, "the page scrolls sideways; wide tables must scroll in their own box"
     if width >= 800:
