@@ -15,6 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from shared.metric_ranges import check_record
 from shared.paper_report import CLAIMS_NAME, Claim
 from shared.reference import load_paper, recompare
 from shared.verdict import NO_REFERENCE, NOT_REPRODUCED, REPRODUCED, checked
@@ -108,6 +109,7 @@ def scan(root: Path) -> tuple[list[dict[str, Any]], list[str], list[str]]:
             if path.name.endswith(".partial.json"):
                 unfinished.append(f"{rel}: {len(record.get('runs', []))} of {_planned_seeds(record)} seeds done")
         elif record.get("scale") == "full":
+            check_record(record, rel)  # an impossible stored value (an F1 of 150) is an error naming the file
             records.append(record)
     return records, unfinished, unreadable
 

@@ -13,6 +13,7 @@ from omegaconf import DictConfig, OmegaConf
 from shared.atomic import write_json_atomic
 from shared.config_check import ConfigError, validate
 from shared.destination import results_root
+from shared.metric_ranges import check_record
 from shared.paths import REPO_ROOT
 from shared.perf import keep_freed_memory
 from shared.progress import Protocol, write
@@ -20,7 +21,7 @@ from shared.reference import compare, load_paper, reported_for
 from shared.replication import Replication, Run
 from shared.report_data import rows_of
 from shared.report_format import line
-from shared.runinfo import environment, git_state, peak_memory_mb, portable_paths
+from shared.runinfo import environment, git_state, peak_memory_mb, portable_paths, precision_of
 from shared.seeding import seed_everything
 from shared.stats import aggregate
 from shared.tracking import make_tracker
@@ -121,7 +122,7 @@ def _run(cfg: DictConfig, replication: Replication, progress: Protocol) -> dict[
         if e["value"] is not None
     }
     tracker = make_tracker(cfg)
-    env = environment(PROCESS_START_GIT)
+    env = environment(PROCESS_START_GIT, precision_of(cfg))
     spec = make_run(cfg)
     progress.start(f"{cfg.paper.name}/{cfg.dataset.name}/{cfg.model.name}", len(spec.seeds))
     started = time.perf_counter()
@@ -181,6 +182,7 @@ def _run(cfg: DictConfig, replication: Replication, progress: Protocol) -> dict[
         "config": config,
     }
     path = result_path(cfg)
+    check_record(record, path)  # an impossible value (an F1 of 150) is a bug: no result file
     write_json_atomic(path, record)  # all seeds done: only now does a result file appear
     partial_path(cfg).unlink(missing_ok=True)
     write(format_rows(record))
