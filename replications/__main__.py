@@ -15,10 +15,12 @@ from hydra.types import RunMode
 from omegaconf import DictConfig
 
 import replications
-from shared.config_check import check_added_keys, validate
+from shared.config_check import check_added_keys, one_line, validate
+from shared.data import DataError
 from shared.destination import DestinationError
 from shared.runner import ConfigError, check_choices, result_path, run
 from shared.smoke import apply_smoke
+from shared.writable import check_data_folders
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
@@ -30,12 +32,13 @@ def main(cfg: DictConfig) -> float | None:
         check_added_keys(cfg, list(hydra_cfg.overrides.task))
         apply_smoke(cfg, hydra_cfg.overrides.task)
         validate(cfg)
+        check_data_folders()  # a missing mirror or an unwritable cache: before any work, as replicate does
         if hydra_cfg.mode == RunMode.MULTIRUN and not cfg.paths.results_dir:
             cfg.paths.results_dir = hydra_cfg.runtime.output_dir  # one folder per job: jobs never overwrite each other
         print(f"hand run: results go to {result_path(cfg).resolve()} (results/ is written only by make replicate-<paper>)")
         record = run(cfg, replication)
-    except (ConfigError, DestinationError, KeyError) as exc:
-        print(f"error: {exc.args[0] if isinstance(exc, KeyError) else exc}", file=sys.stderr)
+    except (ConfigError, DataError, DestinationError, KeyError) as exc:  # a corrupt or missing data file too
+        print(f"error: {one_line(exc)}", file=sys.stderr)
         sys.exit(2)
     # The returned value is what an Optuna sweeper would optimise: the paper's selection metric.
     select = cfg.paper.get("select_metric")

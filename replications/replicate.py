@@ -21,14 +21,14 @@ from omegaconf.errors import OmegaConfBaseException
 import replications
 from replications import report as report_all
 from shared import report
-from shared.config_check import check_added_keys, validate
+from shared.config_check import check_added_keys, one_line, validate
 from shared.data import DataError
 from shared.destination import DestinationError, protocol, results_root
 from shared.paths import REPO_ROOT
 from shared.progress import Protocol, write
 from shared.runner import ConfigError, check_choices, run, seeds_of
 from shared.smoke import apply_smoke
-from shared.writable import ensure_writable
+from shared.writable import check_data_folders, ensure_writable
 
 NARROWING = ("dataset", "model")
 RUN_ONLY = ("tracker", "device")  # where and how a run executes, not what it computes
@@ -82,10 +82,6 @@ def model_choice(paper: str, planned: list[str], model: str, dataset: str) -> st
     return choice
 
 
-def one_line(exc: Exception) -> str:
-    return "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
-
-
 def main(argv: list[str]) -> int:
     if not argv or argv[0].startswith("-"):
         print(f"usage: python -m replications.replicate <paper> [overrides]; papers: {', '.join(replications.available())}")
@@ -103,7 +99,8 @@ def main(argv: list[str]) -> int:
             roots = {str(results_root(cfg)) for _, _, cfg in configs}  # refuses results/ before anything runs
             for root in roots:
                 ensure_writable(Path(root))  # an unwritable folder fails now, not after the first model trains
-    except (ConfigError, DestinationError, HydraException, OmegaConfBaseException) as exc:
+        check_data_folders()  # a missing mirror or an unwritable cache too
+    except (ConfigError, DataError, DestinationError, HydraException, OmegaConfBaseException) as exc:
         print(f"error: {one_line(exc)}", file=sys.stderr)
         return 2
     if changes:
@@ -116,7 +113,7 @@ def main(argv: list[str]) -> int:
             try:
                 run(cfg, replication, bar)
             except (ConfigError, DataError, DestinationError) as exc:
-                write(f"error: {exc}", file=sys.stderr)
+                write(f"error: {one_line(exc)}", file=sys.stderr)
                 return 2
     if changes:  # the paper's own page beside the runs it was built from (the committed pages stay as they are)
         for root in sorted(roots):

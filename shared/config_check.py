@@ -31,6 +31,12 @@ class ConfigError(ValueError):
     """A config choice or value that composes but makes no sense; the message says how to fix it."""
 
 
+def one_line(exc: BaseException) -> str:
+    """An error's message as the one line an entry point prints (a KeyError's without its quotes)."""
+    text = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+    return "; ".join(line.strip() for line in str(text).splitlines() if line.strip())
+
+
 def given(value: Any, default: Any) -> Any:
     """``value`` unless it is None: a 0 is a value (checked by validate), never "unset" as with ``or``."""
     return default if value is None else value

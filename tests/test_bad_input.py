@@ -196,7 +196,90 @@ def test_writable_probe_leaves_nothing(tmp_path):
     assert list(tmp_path.iterdir()) == []  # no probe file, no folders made
 
 
+# --- the data mirror and cache: refused before any work; a corrupt file named in one line ------------------
+
+def test_relative_mirror_that_is_not_there_from_the_working_directory(capsys, tmp_path, fresh_cache, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("REPLICATIONS_MIRROR", "../shared/data")  # right from the checkout, wrong from elsewhere
+    err = refused(capsys, ["gaga", "dataset=tolokers", "model=gaga"], tmp_path / "out", fresh_cache)
+    assert "REPLICATIONS_MIRROR=../shared/data is a relative path" in err
+    assert f"from the working directory {tmp_path} it is {(tmp_path / '../shared/data').resolve()}" in err
+    assert "REPLICATIONS_MIRROR=$(realpath ../shared/data)" in err
+
+
+def test_mirror_that_is_a_file(capsys, tmp_path, fresh_cache, monkeypatch):
+    (tmp_path / "mirror").write_text("x")
+    monkeypatch.setenv("REPLICATIONS_MIRROR", str(tmp_path / "mirror"))
+    err = refused(capsys, ["gaga", "dataset=tolokers", "model=gaga"], tmp_path / "out", fresh_cache)
+    assert f"REPLICATIONS_MIRROR={tmp_path / 'mirror'} is a file, not a folder; set it to the data mirror's folder" in err
+
+
+def _corrupt_mirror(tmp_path: Path) -> Path:
+    mirror = tmp_path / "mirror"
+    (mirror / "tolokers").mkdir(parents=True)
+    (mirror / "tolokers" / "tolokers.npz").write_bytes(b"not the official file")
+    return mirror
+
+
+def test_corrupt_mirror_file_is_one_line(capsys, tmp_path, fresh_cache, monkeypatch):
+    # DataError's message spans lines (what, expected, actual, fix): printed as one
+    monkeypatch.setenv("REPLICATIONS_MIRROR", str(_corrupt_mirror(tmp_path)))
+    err = refused(capsys, ["gaga", "dataset=tolokers", "model=gaga", "scale=smoke"], tmp_path / "out", fresh_cache)
+    assert "tolokers.npz" in err and "Fix:" in err
+
+
+def test_cache_that_is_a_file_names_the_variable(capsys, tmp_path, fresh_cache, monkeypatch):
+    (tmp_path / "cachefile").write_text("x")
+    monkeypatch.setenv("REPLICATIONS_CACHE", str(tmp_path / "cachefile"))
+    err = refused(capsys, ["gaga", "dataset=tolokers", "model=gaga"], tmp_path / "out", fresh_cache)
+    assert f"cannot write the data cache REPLICATIONS_CACHE={tmp_path / 'cachefile'}" in err
+    assert "is a file, not a folder; set REPLICATIONS_CACHE=<a writable folder>" in err
+
+
+def test_unwritable_cache_names_the_variable(capsys, tmp_path, fresh_cache, monkeypatch):
+    cache = _unwritable(tmp_path)
+    monkeypatch.setenv("REPLICATIONS_CACHE", str(cache))
+    err = refused(capsys, ["gaga", "dataset=tolokers", "model=gaga"], tmp_path / "out", fresh_cache)
+    assert f"cannot write the data cache REPLICATIONS_CACHE={cache}" in err and "set REPLICATIONS_CACHE=" in err
+
+
+def test_verify_with_an_unwritable_cache(capsys, tmp_path, monkeypatch):
+    (tmp_path / "cachefile").write_text("x")
+    monkeypatch.setenv("REPLICATIONS_CACHE", str(tmp_path / "cachefile"))
+    assert "cannot write the data cache REPLICATIONS_CACHE=" in _verify(capsys, str(_record(tmp_path)))
+
+
 # --- the Hydra entry point ----------------------------------------------------------------------------
+
+def _hand_run(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "WANDB_MODE": "disabled", **env}
+    return subprocess.run([sys.executable, "-m", "replications", *args], capture_output=True, text=True, cwd=cwd,
+                          env=env, timeout=300)
+
+
+def _one_line(proc: subprocess.CompletedProcess, message: str) -> None:
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], proc.stderr
+
+
+def test_hand_run_relative_mirror_from_another_folder_is_one_line(tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    proc = _hand_run(elsewhere, "paper=gaga", "dataset=tolokers", "model=gaga/tolokers", "tracker=none", "scale=smoke",
+                     f"paths.results_dir={tmp_path / 'out'}", REPLICATIONS_MIRROR="../shared/data",
+                     REPLICATIONS_CACHE=str(tmp_path / "cache"))
+    _one_line(proc, "REPLICATIONS_MIRROR=../shared/data is a relative path")  # was a 96-line traceback
+    assert list(elsewhere.iterdir()) == [] and _files(tmp_path / "out") == [] and _files(tmp_path / "cache") == []
+
+
+def test_hand_run_corrupt_mirror_file_is_one_line(tmp_path):
+    proc = _hand_run(tmp_path, "paper=gaga", "dataset=tolokers", "model=gaga/tolokers", "tracker=none", "scale=smoke",
+                     f"paths.results_dir={tmp_path / 'out'}", REPLICATIONS_MIRROR=str(_corrupt_mirror(tmp_path)),
+                     REPLICATIONS_CACHE=str(tmp_path / "cache"))
+    _one_line(proc, "tolokers.npz")
+    assert "Traceback" not in proc.stderr and _files(tmp_path / "out") == []
+
 
 def test_hand_run_bad_value_is_one_line_exit_2(tmp_path):
     override, message = "seed=abc", "seed='abc' is invalid"  # one process start: ~30 s on a loaded machine
