@@ -12,7 +12,7 @@ import sys
 import hydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 import replications
 from shared.config_check import check_added_keys, one_line, validate
@@ -21,6 +21,10 @@ from shared.destination import DestinationError
 from shared.runner import ConfigError, check_choices, result_path, run
 from shared.smoke import apply_smoke
 from shared.writable import check_data_folders
+
+# conf/config.yaml's hydra.output_subdir: .hydra/ for a --multirun job only; a single run's Hydra writes nothing.
+OmegaConf.register_new_resolver("multirun_only", lambda mode, value: value if mode == RunMode.MULTIRUN else None,
+                                replace=True)
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
@@ -33,6 +37,9 @@ def main(cfg: DictConfig) -> float | None:
         apply_smoke(cfg, hydra_cfg.overrides.task)
         validate(cfg)
         check_data_folders()  # a missing mirror or an unwritable cache: before any work, as replicate does
+        if hydra_cfg.mode != RunMode.MULTIRUN and cfg.paths.results_dir == hydra_cfg.runtime.output_dir:
+            raise ConfigError("paths.results_dir is Hydra's job folder (a conf/sweep/ config), and a single run has none: "
+                              "add --multirun (make sweep-<paper>), or give paths.results_dir=<folder>")
         if hydra_cfg.mode == RunMode.MULTIRUN and not cfg.paths.results_dir:
             cfg.paths.results_dir = hydra_cfg.runtime.output_dir  # one folder per job: jobs never overwrite each other
         print(f"hand run: results go to {result_path(cfg).resolve()} (results/ is written only by make replicate-<paper>)")

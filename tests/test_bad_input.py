@@ -293,6 +293,30 @@ def test_hand_run_bad_value_is_one_line_exit_2(tmp_path):
     assert "Traceback" not in proc.stderr and _files(tmp_path / "out") == []
 
 
+def test_hand_run_refused_inside_results_leaves_nothing_there(tmp_path):
+    # Hydra made outputs/<date>/<time>/ (.hydra/, a log) in the working directory before the run was refused:
+    # from inside results/, inside the committed folder. A single run now writes nothing of Hydra's own.
+    results = ROOT / "results"
+    before = sorted(p.name for p in results.iterdir())
+    try:
+        proc = _hand_run(results, "paper=gaga", "dataset=tolokers", "model=gaga/tolokers", "tracker=none",
+                         "paths.results_dir=x")
+        _one_line(proc, "is inside the committed")
+        assert sorted(p.name for p in results.iterdir()) == before
+    finally:
+        if "outputs" not in before:
+            import shutil
+
+            shutil.rmtree(results / "outputs", ignore_errors=True)
+
+
+def test_sweep_config_without_multirun_is_refused(tmp_path):
+    # conf/sweep/* set paths.results_dir to Hydra's job folder: a single run has none (it would be the working directory)
+    proc = _hand_run(tmp_path, "paper=pshgcn", "+sweep=pshgcn", "tracker=none")
+    _one_line(proc, "add --multirun (make sweep-<paper>)")
+    assert list(tmp_path.iterdir()) == []
+
+
 # --- make verify ---------------------------------------------------------------------------------------
 
 def _verify(capsys, *argv: str) -> str:
