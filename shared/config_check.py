@@ -129,6 +129,10 @@ def validate(cfg: DictConfig) -> None:
     check_seeds("scale.seeds", cfg.scale.get("seeds"))
     check_seeds("paper.protocol.seeds", cfg.paper.get("protocol", {}).get("seeds"))
     check_device(cfg.get("device", "cpu"))
+    if cfg.get("tracker") is not None:
+        from shared.tracking import check_tracker  # it raises this module's ConfigError
+
+        check_tracker(cfg)  # a W&B mode or key that would fail (or hang) at the first seed
     for group in ("scale", "model"):
         walk(cfg[group], group)
     if cfg.paper.get("protocol") is not None:

@@ -31,9 +31,9 @@ def _files(folder: Path) -> list[Path]:
     return [p for p in folder.rglob("*") if p.is_file()] if folder.exists() else []
 
 
-def refused(capsys, argv: list[str], out: Path, cache: Path) -> str:
+def refused(capsys, argv: list[str], out: Path, cache: Path, tracker: str = "none") -> str:
     """Run replicate with `argv`, assert exit 2, one stderr line, nothing written; return that line."""
-    code = replicate.main([*argv, "tracker=none", f"paths.results_dir={out}"])
+    code = replicate.main([*argv, f"tracker={tracker}", f"paths.results_dir={out}"])
     err = capsys.readouterr().err.strip()
     assert code == 2, err
     assert len(err.splitlines()) == 1 and err.startswith("error: "), err
@@ -247,6 +247,48 @@ def test_verify_with_an_unwritable_cache(capsys, tmp_path, monkeypatch):
     (tmp_path / "cachefile").write_text("x")
     monkeypatch.setenv("REPLICATIONS_CACHE", str(tmp_path / "cachefile"))
     assert "cannot write the data cache REPLICATIONS_CACHE=" in _verify(capsys, str(_record(tmp_path)))
+
+
+# --- W&B (tracker=wandb, the default): a mode or key that would fail at the first seed, refused up front ------
+
+@pytest.fixture
+def no_wandb_login(tmp_path, monkeypatch):
+    """No key in the environment and no `wandb login` (an empty netrc): what a fresh machine has."""
+    for name in ("WANDB_MODE", "WANDB_API_KEY", "WANDB_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    (tmp_path / "netrc").write_text("")
+    monkeypatch.setenv("NETRC", str(tmp_path / "netrc"))
+
+
+@pytest.mark.parametrize(("env", "message"), [
+    ({"WANDB_MODE": "onlnie"}, "WANDB_MODE='onlnie' is not a W&B mode; valid: offline, online, disabled"),
+    ({"WANDB_MODE": "online"}, "WANDB_MODE=online needs a W&B API key and network, and there is no key: set "
+                               "WANDB_API_KEY (https://wandb.ai/authorize) or run `wandb login`, or run offline"),
+    ({"WANDB_API_KEY": "abc123"}, "WANDB_API_KEY is malformed: it has 6 characters, a W&B key has 40 or more"),
+    ({"WANDB_MODE": "online", "WANDB_API_KEY": f"'{'a' * 40}'"},
+     "WANDB_API_KEY is malformed: it may hold only letters, digits and underscores"),
+])
+def test_wandb_mode_or_key_that_would_fail_is_refused_up_front(capsys, tmp_path, fresh_cache, monkeypatch,
+                                                                no_wandb_login, env, message):
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    err = refused(capsys, ["gaga", "dataset=tolokers", "model=gaga"], tmp_path / "out", fresh_cache, tracker="wandb")
+    assert message in err and "tracker=none" in err
+    assert env.get("WANDB_API_KEY", "never printed") not in err  # a key is a secret: described, never echoed
+
+
+def test_wandb_tracker_mode_in_the_config_is_named(capsys, tmp_path, fresh_cache, no_wandb_login):
+    err = refused(capsys, ["gaga", "dataset=tolokers", "model=gaga", "tracker.mode=ofline"], tmp_path / "out",
+                  fresh_cache, tracker="wandb")
+    assert "tracker.mode='ofline' is not a W&B mode" in err
+
+
+def test_wandb_settings_do_not_matter_without_wandb(monkeypatch, no_wandb_login):
+    from shared.config_check import validate
+
+    monkeypatch.setenv("WANDB_MODE", "onlnie")
+    (_, _, cfg), = replicate.plan_configs("gaga", ["dataset=tolokers", "model=gaga", "tracker=none"])
+    validate(cfg)  # tracker=none never reads them
 
 
 # --- the Hydra entry point ----------------------------------------------------------------------------
