@@ -29,22 +29,36 @@ from shared.report_index import write_index
 from shared.report_md import render_index, render_paper
 from shared.report_paper import write_paper
 from shared.report_plot import plot_paper
+from shared.stats import aggregate
 
 ROOT = RESULTS
 Hook = Callable[[PaperResults], PaperReport | None]
 
 
+def fresh_aggregate(record: dict) -> dict | None:
+    """The record's aggregate recomputed from its stored runs (shared.stats: one std convention, ddof=1), or
+    None when its runs do not all carry the same metrics (then the stored one stands)."""
+    runs = [r.get("metrics") for r in record.get("runs") or []]
+    if not runs or any(not isinstance(m, dict) or set(m) != set(runs[0]) for m in runs):
+        return None
+    return aggregate(runs)
+
+
 def refresh_comparisons(root: Path, papers_dir: Path) -> list[Path]:
-    """Rewrite the stored comparison of every complete record whose paper.yaml now judges it differently."""
+    """Rewrite every complete record whose stored aggregate (an older std convention) or comparison (paper.yaml
+    judges it differently now) is stale: recomputed from its runs and the paper file, never trusted as stored."""
     changed = []
     for record in scan(root)[0]:
         paper_file = papers_dir / record["paper"] / "paper.yaml"
         if not paper_file.exists():
             continue
-        fresh = recompare(record, load_paper(paper_file))
-        if json.dumps(fresh, default=str) != json.dumps(record.get("comparison"), default=str):
+        agg = fresh_aggregate(record) or record["aggregate"]
+        fresh = recompare({**record, "aggregate": agg}, load_paper(paper_file))
+        stale = [json.dumps(a, default=str) != json.dumps(b, default=str)
+                 for a, b in ((fresh, record.get("comparison")), (agg, record.get("aggregate")))]
+        if any(stale):
             path = root / record["paper"] / record["dataset"] / f"{record['model']}.json"
-            write_json_atomic(path, {**record, "comparison": fresh})
+            write_json_atomic(path, {**record, "aggregate": agg, "comparison": fresh})
             changed.append(path)
     return changed
 

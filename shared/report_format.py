@@ -101,7 +101,8 @@ VERDICTS_NOTE = ("Each paper's central claims (every claim testable here, else i
                  "that have a reference, in a few words; the full text is in the tables below and on each paper's page.")
 NUMBERS_NOTE = ("**Numbers**: each paper's headline number and every number that has a reference, whatever its status "
                 "(the rest, without a reference, are on each paper's RESULTS.md). Beside each paper: its "
-                "test-metric rows (all its datasets and models) counted by status, reproduced / not / no ref.")
+                "test-metric rows (all its datasets and models) counted by status, reproduced / not / no ref. "
+                "Everywhere, ± is the sample standard deviation over seeds (ddof = 1) and n the number of seeds.")
 CLAIMS_NOTE = ("**Claims** that are not one table number (speed-ups, directions), with the status each paper's "
                "protocol measured for them, in full:")
 

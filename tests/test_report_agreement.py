@@ -106,3 +106,15 @@ def test_a_known_reference_without_a_tolerance_is_an_error_not_no_reference(tmp_
     paper.write_text(paper.read_text().replace("tolerances: {test_acc: 1.0}", "tolerances: {}"))
     with pytest.raises(ValueError, match="declare tolerances.test_acc"):
         write_report(root, tmp_path / "replications", plots=False)
+
+
+def test_a_stored_aggregate_with_another_std_convention_is_recomputed_from_the_runs(tmp_path):
+    """A record aggregated before the suite settled on the sample std (ddof=1) is refreshed from its runs."""
+    root = write_synthetic(tmp_path)
+    path = root / "toy" / "d2" / "toy.json"
+    stale = json.loads(path.read_text())
+    stale["aggregate"]["test_acc"]["std"] = 1.0  # population std of [60, 62]; the sample std is sqrt(2)
+    path.write_text(json.dumps(stale))
+    write_report(root, tmp_path / "replications", plots=False)
+    fresh = json.loads(path.read_text())["aggregate"]["test_acc"]
+    assert fresh["std"] == pytest.approx(2 ** 0.5) and fresh["mean"] == 61.0 and fresh["n"] == 2
