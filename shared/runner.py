@@ -12,7 +12,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from shared.atomic import write_json_atomic
 from shared.config_check import ConfigError, validate
-from shared.destination import results_root
+from shared.destination import DestinationError, results_root
 from shared.metric_ranges import check_record
 from shared.paths import REPO_ROOT
 from shared.perf import keep_freed_memory
@@ -30,6 +30,10 @@ from shared.writable import ensure_writable
 # The code this process runs is the code checked out when it started: every (dataset, model) of one
 # process records this commit, even if HEAD moves (a commit, a checkout) while a long protocol runs.
 PROCESS_START_GIT = git_state()
+
+
+class ResultWriteError(DestinationError):
+    """The result file could not be written (a full disk): every entry point prints it as one line, exit 2."""
 
 
 def seeds_of(cfg: DictConfig) -> list[int]:
@@ -183,7 +187,13 @@ def _run(cfg: DictConfig, replication: Replication, progress: Protocol) -> dict[
     }
     path = result_path(cfg)
     check_record(record, path)  # an impossible value (an F1 of 150) is a bug: no result file
-    write_json_atomic(path, record)  # all seeds done: only now does a result file appear
+    try:
+        write_json_atomic(path, record)  # all seeds done: only now does a result file appear
+    except OSError as exc:  # a full disk: the atomic write left no half file, the partial file keeps every seed
+        raise ResultWriteError(
+            f"cannot write {path}: {exc.strerror or exc}; no seed is lost: all {len(runs)} are in {partial_path(cfg)} "
+            f"(valid, written after the last seed): free space (or fix the folder) and run the same command again, "
+            f"which resumes from it without re-running them") from exc
     partial_path(cfg).unlink(missing_ok=True)
     write(format_rows(record))
     write(f"wrote {path}")

@@ -464,3 +464,35 @@ def test_corrupt_partial_file_is_ignored_with_a_note(tmp_path, capsys, paper_fil
     record = run(cfg, Toy(paper_file))
     assert [r["seed"] for r in record["runs"]] == [1, 2, 3] and not partial_path(cfg).exists()
     assert "is not valid JSON; its seeds run again" in capsys.readouterr().out
+
+
+# --- a full disk at the final write -------------------------------------------------------------------------
+
+def test_full_disk_at_the_final_write_keeps_the_partial_file_and_says_so(tmp_path, paper_file, monkeypatch):  # noqa: F811
+    import errno
+
+    from shared import runner
+    from shared.atomic import write_json_atomic
+    from shared.destination import DestinationError
+    from tests.test_runner import Toy, _cfg
+
+    cfg = _cfg(tmp_path)
+
+    def full_at_the_end(target, obj):
+        if Path(target) == runner.result_path(cfg):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        write_json_atomic(target, obj)
+
+    monkeypatch.setattr(runner, "write_json_atomic", full_at_the_end)
+    with pytest.raises(DestinationError) as info:  # what every entry point prints as one line, exit 2
+        runner.run(cfg, Toy(paper_file))
+    message = str(info.value)
+    assert "\n" not in message and f"cannot write {runner.result_path(cfg)}: No space left on device" in message
+    assert f"no seed is lost: all 3 are in {runner.partial_path(cfg)}" in message and "run the same command again" in message
+    saved = json.loads(runner.partial_path(cfg).read_text())  # valid, every seed, no result file beside it
+    assert saved["complete"] is False and [r["seed"] for r in saved["runs"]] == [1, 2, 3]
+    assert not runner.result_path(cfg).exists() and [p.name for p in runner.result_path(cfg).parent.iterdir()] == [
+        runner.partial_path(cfg).name]
+    monkeypatch.undo()  # space freed: the same command resumes every seed and writes the result
+    record = runner.run(cfg, Toy(paper_file, fail_at_seed=1))  # a seed run again would fail
+    assert record["complete"] and runner.result_path(cfg).exists() and not runner.partial_path(cfg).exists()
