@@ -26,8 +26,21 @@ test: venv
 lint: venv
 	$(VENV)/bin/ruff check shared replications tests
 
+# `make smoke dataset=acm` (or model=...) runs the papers that have it (conf/paper/<paper>.yaml datasets, models and
+# replicate.models; a comma list needs all of it), not every paper: the first without it stopped the loop.
+SMOKE_PAPERS = $(shell $(PY) -c 'import sys; from omegaconf import OmegaConf; \
+	want = [sys.argv[1].split(",") if sys.argv[1] else [], sys.argv[2].split(",") if sys.argv[2] else []]; \
+	confs = {p: OmegaConf.load(f"conf/paper/{p}.yaml") for p in sys.argv[3:]}; \
+	has = {p: [list(c.datasets), [*c.models, *c.get("replicate", {}).get("models", [])]] for p, c in confs.items()}; \
+	keep = [p for p in has if all(set(w) <= set(h) for w, h in zip(want, has[p]))]; \
+	print(" ".join(keep)) if keep else print("error: no paper has " + " and ".join(f"{k}={v}" for k, v in zip(("dataset", "model"), sys.argv[1:3]) if v) \
+	+ "; datasets: " + ", ".join(sorted({d for h in has.values() for d in h[0]})) + "; e.g. make smoke dataset=dblp", file=sys.stderr)' \
+	'$(dataset)' '$(model)' $(PAPERS))
+
 smoke: venv
-	for p in $(PAPERS); do $(PY) -m replications.replicate $$p scale=smoke tracker=none $(NARROW) || exit 1; done
+	@papers="$(SMOKE_PAPERS)"; test -n "$$papers" || exit 2; \
+	for p in $$papers; do echo "$(PY) -m replications.replicate $$p scale=smoke tracker=none $(NARROW)"; \
+	$(PY) -m replications.replicate $$p scale=smoke tracker=none $(NARROW) || exit 1; done
 
 # One explicit rule per paper (make never applies pattern rules to .PHONY targets).
 define REPLICATE_RULE

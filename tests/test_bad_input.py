@@ -18,6 +18,7 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
+import replications
 from replications import replicate, verify
 from shared.paths import REPO_ROOT
 from tests.conftest import compose_cfg
@@ -496,3 +497,26 @@ def test_full_disk_at_the_final_write_keeps_the_partial_file_and_says_so(tmp_pat
     monkeypatch.undo()  # space freed: the same command resumes every seed and writes the result
     record = runner.run(cfg, Toy(paper_file, fail_at_seed=1))  # a seed run again would fail
     assert record["complete"] and runner.result_path(cfg).exists() and not runner.partial_path(cfg).exists()
+
+
+# --- make smoke dataset=... -----------------------------------------------------------------------------------
+
+def _make_n(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["make", "-n", "smoke", *args], capture_output=True, text=True, cwd=ROOT, timeout=120)
+
+
+def test_smoke_with_a_dataset_runs_only_the_papers_that_have_it():
+    # it ran every paper with dataset=acm and stopped at the first (evomoe) without it
+    proc = _make_n("dataset=acm")
+    assert proc.returncode == 0 and 'papers="pshgcn";' in proc.stdout and "dataset=acm" in proc.stdout, proc.stderr
+    assert 'papers="gaga"' in _make_n("dataset=tolokers").stdout
+    everything = _make_n().stdout
+    assert all(p in everything for p in replications.available())
+
+
+def test_smoke_with_a_dataset_no_paper_has_says_which_exist():
+    proc = _make_n("dataset=acme")
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), proc.stderr
+    assert "no paper has dataset=acme; datasets: acm, " in lines[0] and "make smoke dataset=dblp" in lines[0]
+    assert 'papers=""; test -n "$papers" || exit 2' in proc.stdout  # nothing runs, exit 2
