@@ -160,6 +160,7 @@ def verify(path: Path, seeds: list[int] | None = None, rtol: float | None = None
     unknown = [s for s in chosen if s not in by_seed]
     if unknown:
         raise ValueError(f"{path} has no seed {unknown}; its seeds: {sorted(by_seed)}")
+    replication = replication or replications.get(record["paper"])  # an unknown paper is refused even with nothing to compare
     name = f"{record['paper']}/{record['dataset']}/{record['model']}"
     skip = {m: why for s in chosen for m, why in excluded(by_seed[s]["metrics"]).items()}
     if skip:
@@ -169,7 +170,6 @@ def verify(path: Path, seeds: list[int] | None = None, rtol: float | None = None
         return True
     use, exact, why = tolerance(record, numerics() if here is None else here, rtol)
     print(f"{name}: {why}")
-    replication = replication or replications.get(record["paper"])
     ok = True
     with tempfile.TemporaryDirectory() as tmp:
         rerun = run(rerun_config(record, chosen, Path(tmp)), replication)
