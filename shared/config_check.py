@@ -9,8 +9,11 @@ without registering anything. ``None`` always means "unset"; 0 is a value, check
 from __future__ import annotations
 
 import math
+import os
 import re
+from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 from omegaconf import DictConfig, ListConfig
 
@@ -130,8 +133,6 @@ def validate(cfg: DictConfig) -> None:
     check_seeds("paper.protocol.seeds", cfg.paper.get("protocol", {}).get("seeds"))
     check_device(cfg.get("device", "cpu"))
     if cfg.get("tracker") is not None:
-        from shared.tracking import check_tracker  # it raises this module's ConfigError
-
         check_tracker(cfg)  # a W&B mode or key that would fail (or hang) at the first seed
     for group in ("scale", "model"):
         walk(cfg[group], group)
@@ -173,3 +174,71 @@ def check_added_keys(cfg: DictConfig, overrides: list[str]) -> None:
         if near:
             raise ConfigError(f"+{key} adds a key the paper never reads; did you mean "
                               f"{f'{parent}.' if parent else ''}{near[0]}=...?")
+
+
+# --- the tracker: W&B settings that would fail (or hang) at the first seed, refused before any work -------
+
+MODES = ("offline", "online", "disabled", "dryrun", "run", "shared")  # what wandb.Settings(mode=) accepts
+ONLINE = ("online", "run", "shared")  # modes that talk to the server: they need a key and network
+OFFLINE_FIX = "or run offline (unset WANDB_MODE and WANDB_API_KEY; `wandb sync` later) or with tracker=none"
+JWT = re.compile(r"[\w-]+\.[\w-]+\.[\w-]+")
+
+
+def wandb_mode(mode: str | None) -> tuple[str, str]:
+    """(mode, where it came from): the tracker config's mode, else WANDB_MODE, else online with a key, else offline."""
+    if mode:
+        return str(mode), "tracker.mode"
+    if os.environ.get("WANDB_MODE"):
+        return os.environ["WANDB_MODE"], "WANDB_MODE"
+    return ("online", "WANDB_API_KEY is set, so the W&B mode") if os.environ.get("WANDB_API_KEY") else ("offline", "")
+
+
+def key_problem(key: str) -> str | None:
+    """What is wrong with a W&B API key's form, or None (wandb's own rule: 40+ letters, digits, underscores after
+    an optional on-prem '<prefix>-', or a JWT). The key itself is never printed."""
+    if JWT.fullmatch(key):
+        return None
+    secret = key.split("-", 1)[-1]
+    if not re.fullmatch(r"[\w-]+", secret):
+        return "it may hold only letters, digits and underscores (a space or quote pasted with it?)"
+    if len(secret) < 40:
+        return f"it has {len(secret)} characters, a W&B key has 40 or more"
+    return None
+
+
+def has_login() -> bool:
+    """A key saved by `wandb login` (in ~/.netrc, or $NETRC, for the W&B host)."""
+    import netrc
+
+    host = urlparse(os.environ.get("WANDB_BASE_URL") or "https://api.wandb.ai").hostname
+    path = Path(os.environ.get("NETRC") or Path.home() / ".netrc")
+    try:
+        return path.is_file() and netrc.netrc(path).authenticators(host) is not None
+    except (OSError, netrc.NetrcParseError):
+        return False
+
+
+def check_tracker(cfg: DictConfig) -> None:
+    """Refuse a tracker that would fail (or hang) at the first seed: an unknown tracker, a W&B mode wandb refuses,
+    an online mode without a key or with a malformed one. Never contacts W&B."""
+    tracker = cfg.get("tracker") or {}
+    kind = tracker.get("name", "none")
+    if kind not in ("none", "wandb"):
+        raise ConfigError(f"tracker={kind} is not a tracker; valid: none, wandb")
+    if kind != "wandb":
+        return
+    mode, source = wandb_mode(tracker.get("mode"))
+    if mode not in MODES:
+        raise ConfigError(f"{source}={mode!r} is not a W&B mode; valid: {', '.join(MODES)} (offline is the default: "
+                          f"unset {source}), or tracker=none")
+    if mode not in ONLINE:
+        return
+    key = os.environ.get("WANDB_API_KEY")
+    if key:
+        problem = key_problem(key)
+        if problem:
+            raise ConfigError(f"WANDB_API_KEY is malformed: {problem}; copy it again from https://wandb.ai/authorize, "
+                              f"{OFFLINE_FIX}")
+    elif not has_login():
+        raise ConfigError(f"{source}={mode} needs a W&B API key and network, and there is no key: set WANDB_API_KEY "
+                          f"(https://wandb.ai/authorize) or run `wandb login`, {OFFLINE_FIX}")

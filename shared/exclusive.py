@@ -23,6 +23,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from shared.paths import cache_folder
+
 BENCH_LOCK = "bench"
 LABEL = "run alone (shared.exclusive lock)"
 
@@ -51,9 +53,7 @@ def load_1min() -> float:
 
 
 def bench_lock_path(name: str = BENCH_LOCK) -> Path:
-    from shared.data.fetch import cache_dir  # the one cache folder ($REPLICATIONS_CACHE)
-
-    return cache_dir() / "locks" / f"{name}.lock"
+    return cache_folder() / "locks" / f"{name}.lock"  # the one cache folder ($REPLICATIONS_CACHE)
 
 
 @contextmanager

@@ -6,81 +6,13 @@ reproduced ones (``reported/<metric>`` vs ``test/<metric>``) so a dashboard can 
 
 from __future__ import annotations
 
-import os
-import re
-from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
 
 from omegaconf import DictConfig, OmegaConf
 
-from shared.config_check import ConfigError
+from shared.config_check import OFFLINE_FIX, ConfigError, check_tracker, wandb_mode
 
-MODES = ("offline", "online", "disabled", "dryrun", "run", "shared")  # what wandb.Settings(mode=) accepts
-ONLINE = ("online", "run", "shared")  # modes that talk to the server: they need a key and network
 INIT_TIMEOUT = 20.0  # seconds an online wandb.init waits for the server (wandb's default: 90, then retries)
-OFFLINE_FIX = "or run offline (unset WANDB_MODE and WANDB_API_KEY; `wandb sync` later) or with tracker=none"
-JWT = re.compile(r"[\w-]+\.[\w-]+\.[\w-]+")
-
-
-def wandb_mode(mode: str | None) -> tuple[str, str]:
-    """(mode, where it came from): the tracker config's mode, else WANDB_MODE, else online with a key, else offline."""
-    if mode:
-        return str(mode), "tracker.mode"
-    if os.environ.get("WANDB_MODE"):
-        return os.environ["WANDB_MODE"], "WANDB_MODE"
-    return ("online", "WANDB_API_KEY is set, so the W&B mode") if os.environ.get("WANDB_API_KEY") else ("offline", "")
-
-
-def key_problem(key: str) -> str | None:
-    """What is wrong with a W&B API key's form, or None (wandb's own rule: 40+ letters, digits, underscores after
-    an optional on-prem '<prefix>-', or a JWT). The key itself is never printed."""
-    if JWT.fullmatch(key):
-        return None
-    secret = key.split("-", 1)[-1]
-    if not re.fullmatch(r"[\w-]+", secret):
-        return "it may hold only letters, digits and underscores (a space or quote pasted with it?)"
-    if len(secret) < 40:
-        return f"it has {len(secret)} characters, a W&B key has 40 or more"
-    return None
-
-
-def has_login() -> bool:
-    """A key saved by `wandb login` (in ~/.netrc, or $NETRC, for the W&B host)."""
-    import netrc
-
-    host = urlparse(os.environ.get("WANDB_BASE_URL") or "https://api.wandb.ai").hostname
-    path = Path(os.environ.get("NETRC") or Path.home() / ".netrc")
-    try:
-        return path.is_file() and netrc.netrc(path).authenticators(host) is not None
-    except (OSError, netrc.NetrcParseError):
-        return False
-
-
-def check_tracker(cfg: DictConfig) -> None:
-    """Refuse a tracker that would fail (or hang) at the first seed: an unknown tracker, a W&B mode wandb refuses,
-    an online mode without a key or with a malformed one. Never contacts W&B."""
-    tracker = cfg.get("tracker") or {}
-    kind = tracker.get("name", "none")
-    if kind not in ("none", "wandb"):
-        raise ConfigError(f"tracker={kind} is not a tracker; valid: none, wandb")
-    if kind != "wandb":
-        return
-    mode, source = wandb_mode(tracker.get("mode"))
-    if mode not in MODES:
-        raise ConfigError(f"{source}={mode!r} is not a W&B mode; valid: {', '.join(MODES)} (offline is the default: "
-                          f"unset {source}), or tracker=none")
-    if mode not in ONLINE:
-        return
-    key = os.environ.get("WANDB_API_KEY")
-    if key:
-        problem = key_problem(key)
-        if problem:
-            raise ConfigError(f"WANDB_API_KEY is malformed: {problem}; copy it again from https://wandb.ai/authorize, "
-                              f"{OFFLINE_FIX}")
-    elif not has_login():
-        raise ConfigError(f"{source}={mode} needs a W&B API key and network, and there is no key: set WANDB_API_KEY "
-                          f"(https://wandb.ai/authorize) or run `wandb login`, {OFFLINE_FIX}")
 
 
 class Tracker:

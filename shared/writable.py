@@ -8,6 +8,7 @@ from pathlib import Path
 
 from shared.data.fetch import DataError
 from shared.destination import DestinationError
+from shared.paths import cache_folder
 
 
 def _unwritable(folder: Path) -> str | None:
@@ -40,9 +41,9 @@ def ensure_writable(folder: Path) -> None:
 
 
 def check_cache() -> None:
-    """Raise DataError unless the data cache (REPLICATIONS_CACHE, as shared.data.fetch.cache_dir reads it) is writable."""
+    """Raise DataError unless the data cache (shared.paths.cache_folder: REPLICATIONS_CACHE) is writable."""
     value = os.environ.get("REPLICATIONS_CACHE")
-    folder = (Path(value).expanduser() if value else Path.home() / ".cache" / "replications").absolute()
+    folder = cache_folder().absolute()
     why = _unwritable(folder)
     if why is not None:
         named = f"REPLICATIONS_CACHE={value}" if value else f"{folder} (REPLICATIONS_CACHE is unset)"

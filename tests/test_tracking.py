@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from omegaconf import OmegaConf
 
-from shared import tracking
+from shared import config_check, tracking
 from shared.config_check import ConfigError
 
 KEY = "0123456789abcdef0123456789abcdef01234567"  # the form of a W&B key, not a key
@@ -25,24 +25,24 @@ def clean_env(tmp_path, monkeypatch):
 
 
 def test_offline_is_the_default_and_needs_nothing():
-    tracking.check_tracker(_cfg())
-    assert tracking.wandb_mode(None)[0] == "offline"
+    config_check.check_tracker(_cfg())
+    assert config_check.wandb_mode(None)[0] == "offline"
 
 
 def test_a_key_makes_it_online_and_a_well_formed_key_passes(monkeypatch):
     monkeypatch.setenv("WANDB_API_KEY", KEY)
-    tracking.check_tracker(_cfg())
-    assert tracking.wandb_mode(None)[0] == "online"
+    config_check.check_tracker(_cfg())
+    assert config_check.wandb_mode(None)[0] == "online"
     for key in (KEY, f"local-{KEY}", "aaa.bbb.ccc"):  # plain, on-prem prefix, JWT (wandb's own rule)
-        assert tracking.key_problem(key) is None
+        assert config_check.key_problem(key) is None
 
 
 def test_online_with_a_wandb_login_passes(tmp_path, monkeypatch):
     (tmp_path / "netrc").write_text(f"machine api.wandb.ai\n  login user\n  password {KEY}\n")
-    tracking.check_tracker(_cfg(mode="online"))
+    config_check.check_tracker(_cfg(mode="online"))
     with pytest.raises(ConfigError, match="tracker.mode=online needs a W&B API key"):
         monkeypatch.setenv("WANDB_BASE_URL", "https://wandb.example.org")  # a login for another host
-        tracking.check_tracker(_cfg(mode="online"))
+        config_check.check_tracker(_cfg(mode="online"))
 
 
 def test_unknown_tracker_is_a_config_error():

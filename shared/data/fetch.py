@@ -26,6 +26,7 @@ from tqdm.auto import tqdm
 
 from shared.atomic import atomic_path, current_umask
 from shared.exclusive import file_lock, lock_beside
+from shared.paths import cache_folder
 
 CHUNK = 1 << 20
 
@@ -73,8 +74,8 @@ def mirror_dir() -> Path | None:
 
 
 def cache_dir() -> Path:
-    value = os.environ.get("REPLICATIONS_CACHE")
-    path = Path(value).expanduser() if value else Path.home() / ".cache" / "replications"
+    """The data cache (shared.paths.cache_folder), created on first use."""
+    path = cache_folder()
     path.mkdir(parents=True, exist_ok=True)
     return path
 
