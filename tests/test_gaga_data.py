@@ -12,6 +12,7 @@ import pytest
 
 from replications.gaga import data as gdata
 from shared.data import DataError
+from shared.data.fetch import git_blob_id
 
 MIRROR = Path(os.environ.get("REPLICATIONS_MIRROR") or Path(__file__).resolve().parents[2] / "shared" / "data")
 
@@ -35,7 +36,7 @@ def test_row_normalize_is_the_official_rule():
 def test_git_blob_id(tmp_path):
     f = tmp_path / "hello"
     f.write_bytes(b"hello\n")
-    assert gdata.git_blob_id(f) == "ce013625030ba8dba906f756967f9e9ca394464a"  # `git hash-object`
+    assert git_blob_id(f) == "ce013625030ba8dba906f756967f9e9ca394464a"  # `git hash-object`
 
 
 def _offline(monkeypatch, tmp_path):

@@ -6,19 +6,14 @@ one symmetric binary CSR adjacency per relation (no self-loops; grouping adds th
 
 from __future__ import annotations
 
-import hashlib
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import scipy.io
 import scipy.sparse as sp
 
-from shared.atomic import atomic_path
 from shared.data import DataError, DatasetSpec, RemoteFile, cache_dir, fetch, mirror_dir
-from shared.data.fetch import CHUNK, extract_zip
+from shared.data.fetch import extract_zip
 
 TOLOKERS = DatasetSpec(
     name="tolokers", folder="tolokers",
@@ -29,18 +24,10 @@ TOLOKERS = DatasetSpec(
 
 
 @dataclass(frozen=True)
-class BlobFile:
-    """A file pinned by its git blob id (all that is known of the CARE-GNN zips: no sha256 was recorded)."""
-    name: str
-    url: str
-    git_blob: str | None  # `git hash-object <file>`; None: nothing known to check against
-
-
-@dataclass(frozen=True)
 class MatDataset:
     name: str
     folder: str  # folder in the mirror / cache
-    archive: BlobFile
+    archive: RemoteFile  # pinned by its git blob id: all that is known of the CARE-GNN zips (no sha256 recorded)
     mat: str  # file inside the zip
     relations: tuple[str, ...]  # official FraudDataset.relations order
     unlabelled_below: int = 0  # Amazon: nodes 0..3304 are unlabelled and left out of every split
@@ -49,15 +36,15 @@ class MatDataset:
 
 YELPCHI = MatDataset(
     "yelpchi", "YelpChi",
-    BlobFile("YelpChi.zip", "https://github.com/YingtongDou/CARE-GNN/raw/master/data/YelpChi.zip",
-             "cefd1e52f05415a3426ad64bbcd136d81b81d64a"),
+    RemoteFile("YelpChi.zip", "https://github.com/YingtongDou/CARE-GNN/raw/master/data/YelpChi.zip", None,
+               git_blob="cefd1e52f05415a3426ad64bbcd136d81b81d64a"),
     "YelpChi.mat", ("net_rsr", "net_rtr", "net_rur"),
     note="CARE-GNN (Dou et al., CIKM 2020) data/YelpChi.zip; see YelpChi/PROVENANCE.md in the data mirror. "
          "(DGL's https://data.dgl.ai/dataset/FraudYelp.zip, which the official GAGA code reads, is not pinned.)")
 AMAZON = MatDataset(
     "amazon", "Amazon",
-    BlobFile("Amazon.zip", "https://github.com/YingtongDou/CARE-GNN/raw/master/data/Amazon.zip",
-             "9f5cbfdec3269139b1d030783fc25757074be405"),
+    RemoteFile("Amazon.zip", "https://github.com/YingtongDou/CARE-GNN/raw/master/data/Amazon.zip", None,
+               git_blob="9f5cbfdec3269139b1d030783fc25757074be405"),
     "Amazon.mat", ("net_upu", "net_usu", "net_uvu"), unlabelled_below=3305,
     note="CARE-GNN data/Amazon.zip; see Amazon/PROVENANCE.md in the data mirror. "
          "(DGL's https://data.dgl.ai/dataset/FraudAmazon.zip, which the official GAGA code reads, is not pinned.)")
@@ -124,50 +111,9 @@ def load_tolokers(normalize: bool = True) -> FraudGraph:
                       {"worker-task-worker": symmetric_binary(adj)}, splits)
 
 
-def git_blob_id(path: Path) -> str:
-    """What `git hash-object` prints: sha1 of b"blob <size>\\0" + content."""
-    digest = hashlib.sha1(f"blob {path.stat().st_size}\0".encode())
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(CHUNK), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def _check_blob(path: Path, remote: BlobFile, origin: str) -> None:
-    if remote.git_blob is not None and git_blob_id(path) != remote.git_blob:
-        raise DataError(f"{path} ({origin}) is not the official file: git blob id {git_blob_id(path)}, "
-                        f"expected {remote.git_blob}.\nFix: delete it and download {remote.url} again.")
-
-
-def fetch_blob(folder: str, name: str, remote: BlobFile, note: str = "") -> Path:
-    """Mirror, else cache, else download; every copy checked against the git blob id."""
-    mirror = mirror_dir()
-    if mirror is not None and (mirror / folder / remote.name).exists():
-        _check_blob(mirror / folder / remote.name, remote, f"mirror {mirror}")
-        return mirror / folder / remote.name
-    cached = cache_dir() / "downloads" / folder / remote.name
-    if cached.exists():
-        _check_blob(cached, remote, "cache")
-        return cached
-    try:
-        with atomic_path(cached) as tmp:
-            with urllib.request.urlopen(remote.url, timeout=60) as response, open(tmp, "wb") as out:
-                for block in iter(lambda: response.read(CHUNK), b""):
-                    out.write(block)
-            _check_blob(tmp, remote, f"downloaded from {remote.url}")
-    except (urllib.error.URLError, OSError, TimeoutError) as exc:
-        where = f"not in the mirror ({mirror / folder / remote.name})" if mirror else "REPLICATIONS_MIRROR is not set"
-        raise DataError(
-            f"dataset '{name}': file '{remote.name}' is unavailable: {where}, and the download of {remote.url} "
-            f"failed ({exc}).\nFix: on a machine with internet, download {remote.url} and place it at {cached} "
-            f"(or in a mirror as {folder}/{remote.name}); check it with `git hash-object {remote.name}` = "
-            f"{remote.git_blob}." + (f"\nNote: {note}" if note else "")) from exc
-    return cached
-
-
 def load_mat(spec: MatDataset, normalize: bool = True, seed: int = 717, train: float = 0.4,
              val: float = 0.1) -> FraudGraph:
-    archive = fetch_blob(spec.folder, spec.name, spec.archive, spec.note)
+    archive = fetch(DatasetSpec(spec.name, spec.folder, (spec.archive,), spec.note))[spec.archive.name]
     folder = extract_zip(archive, spec.archive.git_blob or "unpinned-" + spec.name)
     found = sorted(folder.rglob(spec.mat))
     if not found:

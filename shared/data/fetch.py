@@ -22,11 +22,10 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tqdm.auto import tqdm
-
 from shared.atomic import atomic_path, current_umask
 from shared.exclusive import file_lock, lock_beside
 from shared.paths import cache_folder
+from shared.progress import bar
 
 CHUNK = 1 << 20
 
@@ -48,9 +47,18 @@ class Packed:
 class RemoteFile:
     name: str  # path inside the dataset folder, as laid out in the mirror
     url: str  # official download address (the archive's, when `packed` is set)
-    sha256: str  # of the file itself, as the mirror holds it (the member, when `packed` is set)
+    sha256: str | None  # of the file itself, as the mirror holds it (the member, when `packed` is set)
     size: int | None = None  # bytes; lets a truncated file be named as such
     packed: Packed | None = None  # set when `url` serves a zip with this file inside
+    # `git hash-object` of the file, where that is all that was ever recorded of it (files published in a git
+    # repository, e.g. the CARE-GNN zips): checked when sha256 is None. Neither known: nothing to check, said.
+    git_blob: str | None = None
+
+    def pin(self) -> str:
+        """The checksum a user can check by hand, in words."""
+        if self.sha256:
+            return f"sha256 {self.sha256}"
+        return f"git blob id {self.git_blob} (`git hash-object {self.name}`)" if self.git_blob else "no checksum known"
 
     def archive(self) -> RemoteFile:
         """The archive this file is extracted from, declared like a file of its own."""
@@ -88,8 +96,17 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
+def git_blob_id(path: Path) -> str:
+    """What `git hash-object` prints: sha1 of b"blob <size>\\0" + content."""
+    digest = hashlib.sha1(f"blob {path.stat().st_size}\0".encode())
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(CHUNK), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
 def verify(path: Path, remote: RemoteFile, origin: str) -> None:
-    """Raise DataError unless `path` has the declared size and sha256."""
+    """Raise DataError unless `path` has the declared size and checksum (sha256, else git blob id)."""
     actual_size = path.stat().st_size
     if remote.size is not None and actual_size != remote.size:
         kind = "truncated" if actual_size < remote.size else "too large"
@@ -97,6 +114,11 @@ def verify(path: Path, remote: RemoteFile, origin: str) -> None:
             f"{path} ({origin}) is {kind}: {actual_size} bytes, expected {remote.size}.\n"
             f"Fix: delete it and fetch again from {remote.url}"
         )
+    if remote.sha256 is None:
+        if remote.git_blob is not None and git_blob_id(path) != remote.git_blob:
+            raise DataError(f"{path} ({origin}) is not the official file: git blob id {git_blob_id(path)}, "
+                            f"expected {remote.git_blob}.\nFix: delete it and fetch it again from {remote.url}")
+        return
     actual = sha256_of(path)
     if actual != remote.sha256:
         raise DataError(
@@ -112,10 +134,10 @@ def _download(remote: RemoteFile, target: Path) -> None:
         try:
             with urllib.request.urlopen(remote.url, timeout=60) as response, open(tmp, "wb") as out:
                 total = int(response.headers.get("Content-Length") or remote.size or 0) or None
-                with tqdm(total=total, unit="B", unit_scale=True, desc=f"download {remote.name}") as bar:
+                with bar(total=total, unit="B", unit_scale=True, desc=f"download {remote.name}") as shown:
                     for block in iter(lambda: response.read(CHUNK), b""):
                         out.write(block)
-                        bar.update(len(block))
+                        shown.update(len(block))
         except (urllib.error.URLError, OSError, TimeoutError) as exc:
             raise DataError(f"could not download {remote.url}: {exc}") from exc
         verify(tmp, remote, origin=f"downloaded from {remote.url}")  # refused before the rename
@@ -178,7 +200,7 @@ def fetch_file(spec: DatasetSpec, remote: RemoteFile) -> Path:
         raise DataError(
             f"dataset '{spec.name}': file '{remote.name}' is unavailable: {where}, and {exc}.\n"
             f"Fix: connect to the internet, or {by_hand}, "
-            f"or set REPLICATIONS_MIRROR to a folder holding {spec.folder}/{remote.name}."
+            f"or set REPLICATIONS_MIRROR to a folder holding {spec.folder}/{remote.name}; check it: {remote.pin()}."
             + (f"\nNote: {spec.note}" if spec.note else "")
         ) from exc
     return cached
