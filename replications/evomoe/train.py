@@ -13,7 +13,6 @@ temperature schedule; after `hard_after` steps of that, the hard (top-1) Gumbel 
 from __future__ import annotations
 
 import math
-import time
 from typing import Any
 
 import torch
@@ -22,9 +21,8 @@ from torch import Tensor
 
 from replications.moe.gates import DTSGate
 from replications.moe.lm import GPT
-from replications.moe.lmtrain import autocast, batchify, next_batch, perplexity, train_step
+from replications.moe.lmtrain import fit_loop
 from replications.moe.schedule import temperature
-from shared import progress
 from shared.config_check import given
 
 
@@ -44,56 +42,52 @@ def dts_gates(model: GPT) -> list[DTSGate]:
 
 
 def fit(cfg: DictConfig, model: GPT, train: Tensor, valid: Tensor, seed: int, log) -> dict[str, Any]:
+    """The shared LM loop (replications.moe.lmtrain.fit_loop) with EvoMoE's DTS schedule as its step hook."""
     p, m = cfg.paper.protocol, cfg.model
     # scale.max_epochs caps the optimiser steps (given: 0 is a value, refused by the config check, never "unset")
     steps = int(given(cfg.scale.max_epochs, p.steps))
     precision, target = p.get("precision", "fp32"), p.get("target_valid_ppl")
-    device = next(model.parameters()).device
-    data = batchify(train, p.batch_size).to(device)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=p.lr, betas=(0.9, 0.98), eps=1e-8,
-                                  weight_decay=p.weight_decay)
     evo = m.get("evomoe")
+    diversify_steps = round(evo.diversify_frac * steps) if evo else 0
     if evo:
-        diversify_steps = round(evo.diversify_frac * steps)
         decay_steps, hard_after = max(1, round(evo.decay_frac * steps)), round(evo.hard_after_frac * steps)
     gates = dts_gates(model)
     gen = torch.Generator().manual_seed(seed)
     for g in gates:
         g.generator = gen
         g.mode = "single" if evo and diversify_steps > 0 else "soft"
-    curve: list[dict[str, float]] = []
-    steps_to_target: float = math.nan  # first curve point at or below target_valid_ppl (GPU protocol)
-    tokens, train_seconds, expert_tokens = 0, 0.0, 0
-    eval_every = max(1, steps // p.curve_points)
-    pos = 0
-    for step in progress.bar(range(steps), desc="train", unit="step"):
-        t0 = time.perf_counter()
-        if evo:
-            sparse_step = step - diversify_steps
-            if sparse_step == 0 and diversify_steps > 0:
-                diversify(model, optimizer, evo.noise, gen)
-            for g in gates:
-                if sparse_step >= 0:
-                    g.mode = "hard" if sparse_step >= hard_after else "soft"
-                    g.temperature = temperature(sparse_step, evo.schedule, evo.t_max, evo.t_min, decay_steps)
-        x, y, pos = next_batch(data, pos, p.seq_len)
-        nll, aux = train_step(model, optimizer, x, y, step, steps, p, m.aux_weight, autocast(device, precision))
-        train_seconds += time.perf_counter() - t0
-        tokens += x.numel()
+    counted = {"tokens": 0, "expert_tokens": 0.0}
+
+    def schedule(step: int, optimizer: torch.optim.Optimizer) -> None:
+        if not evo:
+            return
+        sparse_step = step - diversify_steps
+        if sparse_step == 0 and diversify_steps > 0:
+            diversify(model, optimizer, evo.noise, gen)
+        for g in gates:
+            if sparse_step >= 0:
+                g.mode = "hard" if sparse_step >= hard_after else "soft"
+                g.temperature = temperature(sparse_step, evo.schedule, evo.t_max, evo.t_min, decay_steps)
+
+    def active_experts() -> float:
         layers = model.moe_layers()
-        active = sum(layer.last_stats["active_experts"] for layer in layers) / len(layers) if layers else 1.0
-        expert_tokens += x.numel() * active
-        if step % eval_every == 0 or step == steps - 1:
-            point = {"step": step + 1, "train_nll": float(nll.detach()), "aux": float(aux.detach()), "active_experts": active,
-                     "valid_ppl_subset": perplexity(model, valid, p.seq_len, max_tokens=p.curve_valid_tokens,
-                                                    precision=precision),
-                     "temperature": gates[0].temperature if gates and evo and step >= diversify_steps else None}
-            if layers:
-                point["dropped_fraction"] = sum(la.last_stats["dropped_fraction"] for la in layers) / len(layers)
-            curve.append(point)
-            if target is not None and math.isnan(steps_to_target) and point["valid_ppl_subset"] <= target:
-                steps_to_target = float(step + 1)
-            log({k: v for k, v in point.items() if v is not None and k != "step"}, step + 1)
-    return {"steps": steps, "train_tokens": tokens, "train_seconds": round(train_seconds, 2),
-            "train_tokens_per_s": tokens / train_seconds,
-            "mean_active_experts": expert_tokens / tokens, "steps_to_target": steps_to_target, "curve": curve}
+        return sum(layer.last_stats["active_experts"] for layer in layers) / len(layers) if layers else 1.0
+
+    def count(step: int, x: Tensor) -> None:
+        counted["tokens"] += x.numel()
+        counted["expert_tokens"] += x.numel() * active_experts()
+
+    def point(step: int) -> dict[str, Any]:
+        layers = model.moe_layers()
+        out = {"active_experts": active_experts(),
+               "temperature": gates[0].temperature if gates and evo and step >= diversify_steps else None}
+        if layers:  # this training step's, measured before the curve point's perplexity passes
+            out["dropped_fraction"] = sum(la.last_stats["dropped_fraction"] for la in layers) / len(layers)
+        return out
+
+    summary = fit_loop(cfg, model, train, valid, log, precision=precision, before_step=schedule, after_step=count,
+                       curve_point=point)
+    # first curve point at or below target_valid_ppl (GPU protocol)
+    reached = [c["step"] for c in summary["curve"] if target is not None and c["valid_ppl_subset"] <= target]
+    return {**summary, "mean_active_experts": counted["expert_tokens"] / counted["tokens"],
+            "steps_to_target": float(reached[0]) if reached else math.nan}

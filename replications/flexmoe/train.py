@@ -10,7 +10,6 @@ of a cluster of that many ranks), plus the kept counts (after the capacity rule)
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import numpy as np
@@ -19,9 +18,7 @@ from omegaconf import DictConfig
 from torch import Tensor
 
 from replications.moe.lm import GPT
-from replications.moe.lmtrain import batchify, next_batch, perplexity, train_step
-from shared import progress
-from shared.config_check import given
+from replications.moe.lmtrain import fit_loop
 
 
 class LoadRecorder:
@@ -55,42 +52,28 @@ class LoadRecorder:
             h.remove()
 
 
-def fit(cfg: DictConfig, model: GPT, train: Tensor, valid: Tensor, log) -> dict[str, Any]:
-    """The LM protocol's loop (AdamW, warmup + linear decay, clipping), recording each step's loads. Returns the
-    summary and the trace arrays routed [steps, layers, sources, E] and kept [steps, layers, E]."""
-    p, m = cfg.paper.protocol, cfg.model
-    steps = int(given(cfg.scale.max_epochs, p.steps))  # scale.max_epochs caps the optimiser steps
+def fit(cfg: DictConfig, model: GPT, train: Tensor, valid: Tensor, log) -> tuple[dict[str, Any], np.ndarray, np.ndarray]:
+    """The shared LM loop (replications.moe.lmtrain.fit_loop), recording each step's loads. Returns the summary
+    and the trace arrays routed [steps, layers, sources, E] and kept [steps, layers, E]."""
+    p = cfg.paper.protocol
     if p.batch_size % p.trace_sources:
         raise ValueError(f"batch_size {p.batch_size} must split into {p.trace_sources} trace sources "
                          "(whole sequences per source)")
-    data = batchify(train, p.batch_size)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=p.lr, betas=(0.9, 0.98), eps=1e-8,
-                                  weight_decay=p.weight_decay)
     recorder = LoadRecorder(model, int(p.trace_sources))
-    routed, kept, curve = [], [], []
-    tokens, seconds = 0, 0.0
-    eval_every = max(1, steps // p.curve_points)
-    pos = 0
+    routed, kept = [], []
+
+    def record(step: int, x: Tensor) -> None:
+        r, k = recorder.take()
+        routed.append(r)
+        kept.append(k)
+
+    def point(step: int) -> dict[str, Any]:
+        return {"imbalance": float(imbalance(routed[-1].sum(1)[None]).mean())}
+
     try:
-        for step in progress.bar(range(steps), desc="train", unit="step"):
-            t0 = time.perf_counter()
-            x, y, pos = next_batch(data, pos, p.seq_len)
-            nll, aux = train_step(model, optimizer, x, y, step, steps, p, m.aux_weight)
-            seconds += time.perf_counter() - t0
-            tokens += x.numel()
-            r, k = recorder.take()
-            routed.append(r)
-            kept.append(k)
-            if step % eval_every == 0 or step == steps - 1:
-                point = {"train_nll": float(nll.detach()), "aux": float(aux.detach()),
-                         "imbalance": float(imbalance(r.sum(1)[None]).mean()),
-                         "valid_ppl_subset": perplexity(model, valid, p.seq_len, max_tokens=p.curve_valid_tokens)}
-                curve.append({"step": step + 1, **point})
-                log(point, step + 1)
+        summary = fit_loop(cfg, model, train, valid, log, after_step=record, curve_point=point)
     finally:
         recorder.close()
-    summary = {"steps": steps, "train_tokens": tokens, "train_seconds": round(seconds, 2),
-               "train_tokens_per_s": tokens / seconds, "curve": curve}
     return summary, np.stack(routed), np.stack(kept)
 
 

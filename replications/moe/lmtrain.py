@@ -1,18 +1,22 @@
-"""Batching, learning-rate schedule, precision and perplexity of the MoE papers' WikiText-2 LM protocol.
-
-Moved from the EvoMoE package (its protocol, now shared: TA-MoE trains the same model the same way).
+"""The MoE papers' WikiText-2 LM protocol: batching, learning-rate schedule, precision, perplexity and the one
+training loop (``fit_loop``) EvoMoE, TA-MoE and FlexMoE all train with; each paper adds only its hooks (EvoMoE's
+DTS schedule, TA-MoE's dispatch record, FlexMoE's load traces).
 """
 
 from __future__ import annotations
 
 import math
+import time
+from collections.abc import Callable
 from contextlib import nullcontext
+from typing import Any
 
 import torch
 from torch import Tensor
 
 from replications.moe.lm import GPT
 from shared import progress
+from shared.config_check import given
 
 
 def autocast(device: torch.device, precision: str):
@@ -77,3 +81,49 @@ def train_step(model: GPT, optimizer: torch.optim.Optimizer, x: Tensor, y: Tenso
     torch.nn.utils.clip_grad_norm_(model.parameters(), p.clip_norm)
     optimizer.step()
     return nll, aux
+
+
+def fit_loop(cfg, model: GPT, train: Tensor, valid: Tensor, log, *, precision: str = "fp32",
+             before_step: Callable[[int, torch.optim.Optimizer], None] | None = None,
+             timed_after_step: Callable[[int], None] | None = None,
+             after_step: Callable[[int, Tensor], None] | None = None,
+             curve_point: Callable[[int], dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The protocol's loop: AdamW(0.9, 0.98, eps 1e-8, the protocol's weight decay) over `steps` optimiser steps
+    (scale.max_epochs caps them) of `train_step` on the batchified stream, a curve point every
+    steps // curve_points steps (and at the last) with the validation-subset perplexity, logged without `step`.
+
+    Hooks: ``before_step(step, optimizer)`` and ``timed_after_step(step)`` run inside the timed step (a paper's
+    schedule or gate averaging is part of its step time); ``after_step(step, x)`` after it (recording);
+    ``curve_point(step)`` adds the paper's values to a curve point, before its perplexity is measured.
+    Returns steps, train tokens, seconds, tokens/s and the curve."""
+    p, m = cfg.paper.protocol, cfg.model
+    steps = int(given(cfg.scale.max_epochs, p.steps))
+    device = next(model.parameters()).device
+    data = batchify(train, p.batch_size).to(device)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=p.lr, betas=(0.9, 0.98), eps=1e-8,
+                                  weight_decay=p.weight_decay)
+    curve: list[dict[str, Any]] = []
+    tokens, seconds = 0, 0.0
+    eval_every = max(1, steps // p.curve_points)
+    pos = 0
+    for step in progress.bar(range(steps), desc="train", unit="step"):
+        t0 = time.perf_counter()
+        if before_step is not None:
+            before_step(step, optimizer)
+        x, y, pos = next_batch(data, pos, p.seq_len)
+        nll, aux = train_step(model, optimizer, x, y, step, steps, p, m.aux_weight, autocast(device, precision))
+        if timed_after_step is not None:
+            timed_after_step(step)
+        seconds += time.perf_counter() - t0
+        tokens += x.numel()
+        if after_step is not None:
+            after_step(step, x)
+        if step % eval_every == 0 or step == steps - 1:
+            point = {"train_nll": float(nll.detach()), "aux": float(aux.detach()),
+                     **(curve_point(step) if curve_point is not None else {})}
+            point["valid_ppl_subset"] = perplexity(model, valid, p.seq_len, max_tokens=p.curve_valid_tokens,
+                                                   precision=precision)
+            curve.append({"step": step + 1, **point})
+            log({k: v for k, v in point.items() if v is not None}, step + 1)
+    return {"steps": steps, "train_tokens": tokens, "train_seconds": round(seconds, 2),
+            "train_tokens_per_s": tokens / seconds, "curve": curve}
