@@ -125,7 +125,7 @@ def _run(cfg: DictConfig, replication: Replication, progress: Protocol) -> dict[
         for m, e in reported_for(paper, cfg.dataset.name, cfg.model.name).items()
         if e["value"] is not None
     }
-    tracker = make_tracker(cfg)
+    tracker = make_tracker(cfg, PROCESS_START_GIT)
     env = environment(PROCESS_START_GIT, precision_of(cfg))
     spec = make_run(cfg)
     progress.start(f"{cfg.paper.name}/{cfg.dataset.name}/{cfg.model.name}", len(spec.seeds))
@@ -195,6 +195,7 @@ def _run(cfg: DictConfig, replication: Replication, progress: Protocol) -> dict[
             f"(valid, written after the last seed): free space (or fix the folder) and run the same command again, "
             f"which resumes from it without re-running them") from exc
     partial_path(cfg).unlink(missing_ok=True)
+    tracker.finish_protocol(record, path)  # cross-seed aggregate, statuses, the result file as an artifact
     write(format_rows(record))
     write(f"wrote {path}")
     return record

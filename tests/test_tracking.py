@@ -67,3 +67,61 @@ def test_an_online_start_that_cannot_reach_wandb_fails_fast_in_one_line(monkeypa
     assert seen["settings"].init_timeout == tracking.INIT_TIMEOUT <= 30 and seen["mode"] == "online"
     message = str(info.value)
     assert "\n" not in message and "timed out after 20.0 sec." in message and "online needs network" in message
+
+
+# --- one naming scheme (train/ val/ test/ reported/), applied in the tracker whatever a paper calls a number ---
+
+@pytest.mark.parametrize("raw, final, name", [
+    ("train_loss", False, "train/loss"), ("loss", False, "train/loss"), ("train/loss", False, "train/loss"),
+    ("val_auc", False, "val/auc"), ("valid_ppl_subset", False, "val/ppl_subset"), ("val/map", False, "val/map"),
+    ("valid/ppl", False, "val/ppl"), ("test_f1", False, "test/f1"), ("aux", False, "train/aux"),
+    ("val_auc", True, "val/auc"), ("test_auc", True, "test/auc"), ("valid_ppl", True, "val/ppl"),
+    ("train_tokens_per_s", True, "train/tokens_per_s"), ("latency_ms_median", True, "test/latency_ms_median"),
+    ("first_loss", True, "train/first_loss"), ("a2a_ms_r100_4KiB", True, "test/a2a_ms_r100_4KiB"),
+])
+def test_metric_names_follow_the_scheme(raw, final, name):
+    assert tracking.metric_name(raw, final) == name
+
+
+def test_reported_mirrors_the_reproduced_name_and_collisions_stay_apart():
+    assert tracking.reported_name("test_auc") == "reported/test/auc"
+    assert tracking.reported_name("valid_ppl") == "reported/val/ppl"
+    names = tracking.Names()
+    out = names.rename({"train_tokens_per_s": 1.0, "tokens_per_s": 2.0, "train_loss": 3.0, "loss": 4.0})
+    assert len(out) == 4 and out["train/tokens_per_s"] == 1.0 and out["train/loss"] == 3.0
+    assert names("tokens_per_s") == "train/raw_tokens_per_s"  # stable for the rest of the run
+
+
+def test_tags_and_the_protocol_summary():
+    cfg = OmegaConf.merge(_cfg(), {"scale": {"name": "smoke"}})
+    tags = tracking.run_tags(cfg, {"git_commit": "0123456789abcdef", "git_dirty": True})
+    assert tags == ["paper:gaga", "dataset:tolokers", "model:gaga", "scale:smoke", "commit:0123456", "dirty"]
+    record = {"aggregate": {"test_auc": {"mean": 80.0, "std": 1.0, "n": 3}, "val_auc": {"mean": 79.0, "std": 2.0, "n": 3}},
+              "comparison": [{"metric": "test_auc", "status": "reproduced", "reference_kind": "secondary",
+                              "difference": -2.4, "reported": 82.4},
+                             {"metric": "val_auc", "status": "no reference", "reference_kind": None,
+                              "difference": None, "reported": None}]}
+    summary = tracking.protocol_summary(record)
+    assert summary == {"test/auc/mean": 80.0, "test/auc/std": 1.0, "test/auc/n": 3, "val/auc/mean": 79.0,
+                       "val/auc/std": 2.0, "val/auc/n": 3, "test/auc/status": "reproduced",
+                       "test/auc/reference_kind": "secondary", "test/auc/difference": -2.4,
+                       "reported/test/auc": 82.4, "val/auc/status": "no reference"}
+    assert all(tracking.SCHEME.match(k) for k in summary)
+
+
+def test_gaga_logs_validation_auc_in_percent_as_it_reports_it():
+    """GAGA's per-epoch val_auc was a fraction while evaluate()'s val_auc/test_auc are percent."""
+    import torch
+
+    from replications.gaga.train import fit
+
+    torch.manual_seed(0)
+    n = 64
+    x = torch.randn(n, 4)
+    y = (x[:, 0] > 0).long()
+    model = torch.nn.Linear(4, 2)
+    seen = []
+    fit(lambda idx: model(x[idx]), model, y, torch.arange(0, 40), torch.arange(40, n),
+        torch.optim.Adam(model.parameters(), lr=0.05), max_steps=3, patience_steps=3, batch_size=None,
+        log=lambda m, s: seen.append(m))
+    assert seen and all(1.0 < m["val_auc"] <= 100.0 for m in seen)  # percent (a chance AUC is 50, not 0.5)

@@ -56,7 +56,9 @@ def fit(forward: Forward, model: nn.Module, y: torch.Tensor, train_idx: torch.Te
             steps += 1
             total += float(loss.detach()) * len(batch)
         val_auc = roc_auc(y_val, predict(forward, model, val_idx))
-        log({"train_loss": total / len(order), "val_auc": val_auc}, epoch)
+        # Logged in percent, the unit of evaluate()'s val_auc/test_auc and of the paper; early stopping and
+        # the stored best_val_auc keep the fraction roc_auc returns (stored records are unchanged).
+        log({"train_loss": total / len(order), "val_auc": 100 * val_auc}, epoch)
         if val_auc > best_auc:
             best_auc, best_epoch, best_steps = val_auc, epoch, steps
             best_state = copy.deepcopy(model.state_dict())
