@@ -35,8 +35,8 @@ SECTIONS = (*SPLITS, "reported")
 PREFIXES = (("valid_", "val"), ("val_", "val"), ("test_", "test"), ("train_", "train"))
 ALIASES = {"valid": "val", "validation": "val", "eval": "val"}  # a paper's own "valid/x" section
 LOSS_LIKE = re.compile(r"(^|_)(loss|nll)(_|$)")
-# What a scheme name looks like: a section, then a lower-case metric (may hold further '/' parts).
-SCHEME = re.compile(r"^(train|val|test|reported)/[a-z0-9][a-z0-9_./@-]*$")
+# What a scheme name looks like: a section, then the metric (may hold further '/' parts).
+SCHEME = re.compile(r"^(train|val|test|reported)/[A-Za-z0-9][A-Za-z0-9_./@-]*$")
 
 
 def metric_name(raw: str, final: bool = False) -> str:
@@ -164,6 +164,9 @@ class WandbTracker(Tracker):
         self.run.log(self.names.rename(metrics), step=step)
 
     def finish(self, final: dict[str, float], reported: dict[str, float]) -> None:
+        # wandb holds the last step's row until the next step or finish, and that row then overwrites the summary
+        # (a per-epoch val/auc or test/f1 would replace the final one): commit it first.
+        self.run.log({}, commit=True)
         self.run.summary.update(self.names.rename(final, final=True))
         self.run.summary.update({reported_name(k): v for k, v in reported.items()})
         # The run stays open: finish_protocol adds the cross-seed entries to the last seed's run; the next
