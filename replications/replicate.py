@@ -4,7 +4,9 @@ Runs every (dataset, model) pair listed under ``replicate`` in conf/paper/<paper
 protocol's seeds, writing results/<paper>/<dataset>/<model>.json; then regenerates the results pages.
 ``dataset=`` and ``model=`` narrow it and ``tracker=``/``device=`` say how it runs: it is still the protocol.
 Any other override (``scale=smoke``, ``seed=1``, ``model.lr=...``) changes the committed config, so that
-run writes under outputs/results/ (or its results_dir) and leaves results/ as committed.
+run writes under outputs/results/<its overrides>/ (as ``python -m replications`` with the same overrides;
+scale=smoke: outputs/smoke-results/), or its results_dir, and leaves results/ as committed.
+The console script ``replicate`` (pyproject.toml) is this module.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from replications import report as report_all
 from shared import report
 from shared.config_check import check_added_keys, one_line, validate
 from shared.data import DataError
-from shared.destination import DestinationError, protocol, results_root
+from shared.destination import DestinationError, name_hand_run, protocol, results_root
 from shared.paths import REPO_ROOT
 from shared.progress import Protocol, write
 from shared.runner import ConfigError, check_choices, run, seeds_of
@@ -63,6 +65,8 @@ def plan_configs(paper: str, overrides: list[str]) -> list[tuple[str, str, DictC
                 check_added_keys(cfg, rest)
                 apply_smoke(cfg, overrides)
                 validate(cfg)
+                if config_changes(overrides):  # a hand run's own folder (the protocol's config stays as committed)
+                    name_hand_run(cfg, overrides)
                 configs.append((dataset, model, cfg))
     return configs
 
@@ -123,5 +127,10 @@ def main(argv: list[str]) -> int:
     return 0
 
 
+def cli() -> int:
+    """The ``replicate`` console script: ``replicate <paper> [overrides]``."""
+    return main(sys.argv[1:])
+
+
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(cli())

@@ -83,10 +83,42 @@ def test_one_seed_override_leaves_committed_result_and_partial_byte_identical(to
     before = snapshot(committed)
     assert replicate.main(["pshgcn", "dataset=dblp", "model=pshgcn", "tracker=none", "seed=1"]) == 0
     assert snapshot(committed) == before and pages == []  # nor is the results page rebuilt
-    written = tmp_path / "outputs" / "results" / "pshgcn" / "dblp" / "pshgcn.json"
+    written = tmp_path / "outputs" / "results" / "seed=1" / "pshgcn" / "dblp" / "pshgcn.json"  # its overrides' folder
     assert [r["seed"] for r in json.loads(written.read_text())["runs"]] == [1]
     out = capsys.readouterr().out
     assert "not the paper's protocol (seed=1" in out and f"wrote {written.relative_to(tmp_path)}" in out
+
+
+def test_hand_run_folder_is_named_by_the_overrides_that_change_what_it_computes():
+    assert destination.run_name(["paper=gaga", "dataset=tolokers", "model=gaga_mlp", "tracker=none", "device=cuda",
+                                 "paths.hand_runs=/x", "hydra.verbose=true"]) == "default"
+    assert destination.run_name(["seed=1", "model.lr=0.1", "paper=gaga"]) == "model.lr=0.1,seed=1"  # sorted: order-free
+    assert destination.run_name(["seed=1", "model.lr=0.1"]) == destination.run_name(["model.lr=0.1", "seed=1"])
+    assert destination.run_name(["+model.path=/a b/c"]) == "+model.path=_a_b_c"  # one folder, no '/'
+    long = destination.run_name([f"+model.x{i}=1" for i in range(40)])
+    assert len(long) == destination.MAX_NAME and long != destination.run_name([f"+model.x{i}=2" for i in range(40)])
+    cfg = compose_cfg("paper=pshgcn", "dataset=dblp", "model.lr=0.1")
+    destination.name_hand_run(cfg, ["paper=pshgcn", "dataset=dblp", "model.lr=0.1"])
+    assert result_path(cfg) == Path("outputs/results/model.lr=0.1/pshgcn/dblp/pshgcn.json")
+    chosen = compose_cfg("paper=pshgcn", "dataset=dblp", "paths.results_dir=/scratch/r")
+    smoke = compose_cfg("paper=pshgcn", "dataset=dblp", "scale=smoke")
+    destination.name_hand_run(chosen, ["model.lr=0.1"])
+    destination.name_hand_run(smoke, ["scale=smoke"])
+    assert chosen.paths.results_dir == "/scratch/r" and smoke.paths.results_dir is None  # chosen, or a smoke run
+    with protocol():
+        committed = compose_cfg("paper=pshgcn", "dataset=dblp")
+        destination.name_hand_run(committed, [])
+        assert committed.paths.results_dir is None and result_path(committed).parts[-4] == "results"
+
+
+def test_two_hand_runs_with_other_settings_write_two_files(toy_protocol, tmp_path):
+    committed, pages = toy_protocol
+    for lr in ("0.1", "0.2"):
+        assert replicate.main(["pshgcn", "dataset=dblp", "model=pshgcn", "tracker=none", "seed=1", f"model.lr={lr}"]) == 0
+    written = sorted(tmp_path.glob("outputs/results/*/pshgcn/dblp/pshgcn.json"))
+    assert [p.parts[-4] for p in written] == ["model.lr=0.1,seed=1", "model.lr=0.2,seed=1"]
+    assert [json.loads(p.read_text())["config"]["model"]["lr"] for p in written] == [0.1, 0.2]
+    assert not committed.exists() and pages == []
 
 
 def test_replicate_names_a_dataset_that_is_not_the_papers(capsys):
@@ -106,9 +138,11 @@ def test_hand_run_of_one_seed_writes_outputs_not_the_committed_result(tmp_path):
     assert out.returncode == 0, out.stderr
     assert snapshot(COMMITTED / "gaga") == before
     assert sorted(COMMITTED.rglob("*.partial.json")) == partials
-    written = tmp_path / "outputs" / "results" / "gaga" / "tolokers" / "mlp.json"
+    folder = "outputs/results/scale.max_epochs=2,seed=1/gaga/tolokers"  # its own folder, named by its overrides
+    written = tmp_path / folder / "mlp.json"
     assert json.loads(written.read_text())["aggregate"]["test_auc"]["n"] == 1
-    assert f"results go to {written}" in out.stdout and "wrote outputs/results/gaga/tolokers/mlp.json" in out.stdout
+    assert f"results go to {written}" in out.stdout and f"wrote {folder}/mlp.json" in out.stdout
+    assert f"wrote {folder}/mlp.json" in (tmp_path / folder / "mlp.log").read_text()  # its log beside it
 
 
 @pytest.mark.parametrize("bad,message", [
