@@ -103,11 +103,15 @@ def test_harness_end_to_end_on_tiny_kg(monkeypatch) -> None:
     torch.manual_seed(1)
     model = REPLICATION.build_model(run, data)
     summary = REPLICATION.train(run, model, data, 1, lambda m, s: None)
-    assert summary["steps"] == cfg.scale.max_epochs and summary["rep"]["khop"] == 19
+    # 2 steps an epoch: validation every step; the planted validation MRR peaks early and patience (6) stops it
+    assert summary["stopped"] == "patience" and summary["steps"] < cfg.scale.max_epochs
+    assert summary["rep"]["khop"] == 19 and len(summary["validation"]) == summary["steps"]
     assert summary["_rep_entity"].shape == model.entity.shape and not hasattr(model, "rep_entity")
     assert not any(k.startswith("_") for k in stored(summary)) and "rep_seconds" in stored(summary)
     metrics = REPLICATION.evaluate(run, model, data, 1, summary)
     assert {"val_mrr_base", "test_mrr_rep", "test_hits10_delta"} <= metrics.keys()
+    # REP and the test evaluation get the best-validation embeddings (not the last ones)
+    assert metrics["val_mrr_base"] == summary["best_val_mrr"] == max(p["val_mrr"] for p in summary["validation"])
     assert abs(metrics["test_mrr_delta"] - (metrics["test_mrr_rep"] - metrics["test_mrr_base"])) < 1e-12
     # evaluate ranks with the embeddings train handed it: an identity "propagation" gives rep == base
     same = REPLICATION.evaluate(run, model, data, 1, {**summary, "_rep_entity": model.entity.detach()})
