@@ -1,13 +1,24 @@
-"""Entry point: ``python -m replications paper=pshgcn dataset=dblp [model=rgcn] [scale=smoke] [--multirun ...]``.
+"""Entry point: ``python -m replications paper=pshgcn dataset=dblp [model=rgcn] [scale=smoke] [--multirun ...]``,
+or the console script ``replications`` (pyproject.toml), the same Hydra app with Hydra's shell completion.
 
-A hand run, never the committed protocol: it writes under outputs/results/ (a --multirun job: its own
-multirun/ folder), or its ``paths.results_dir``, and says where; only ``make replicate-<paper>`` writes results/
-(shared.destination).
+A hand run, never the committed protocol: it writes under outputs/results/<its overrides>/ (a folder per
+setting, shared.destination.run_name; a --multirun job: its own multirun/ folder), or its
+``paths.results_dir``, and says where; only ``make replicate-<paper>`` writes results/ (shared.destination).
+The config ``--cfg job`` prints is the one that runs: the paper's ``smoke:`` block and the hand run's folder
+are applied as the config is composed (``compose_hook``). A run that runs keeps its log beside its result
+file (<model>.log, ``RunLog``); a refused one leaves nothing.
 """
 
 from __future__ import annotations
 
+import functools
+import logging
+import shlex
 import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
@@ -17,7 +28,8 @@ from omegaconf import DictConfig, OmegaConf
 import replications
 from shared.config_check import check_added_keys, one_line, validate
 from shared.data import DataError
-from shared.destination import DestinationError
+from shared.destination import DestinationError, name_hand_run
+from shared.paths import CONF_DIR
 from shared.runner import ConfigError, check_choices, result_path, run
 from shared.smoke import apply_smoke
 from shared.writable import check_data_folders
@@ -27,14 +39,131 @@ OmegaConf.register_new_resolver("multirun_only", lambda mode, value: value if mo
                                 replace=True)
 
 
-@hydra.main(version_base="1.3", config_path="../conf", config_name="config")
+def finish_config(cfg: DictConfig, overrides: list[str], mode: RunMode) -> None:
+    """What the app does to a composed config before it runs: the paper's smoke block (scale=smoke; a key given
+    on the command line wins) and, for a single run, its own hand-run folder."""
+    if "paper" not in cfg or "scale" not in cfg:
+        return
+    apply_smoke(cfg, overrides)
+    if mode == RunMode.RUN:
+        name_hand_run(cfg, overrides)
+
+
+def compose_hook() -> None:
+    """Make every config this app composes (the run's, each --multirun job's, the one ``--cfg job`` prints)
+    the one that runs. Hydra 1.3 has no hook after composition (1.4's ``on_compose_config`` callback), so its
+    config loader is wrapped, in this process only (``python -m replications`` and the console script)."""
+    from hydra._internal.config_loader_impl import ConfigLoaderImpl
+
+    load = ConfigLoaderImpl.load_configuration
+    if getattr(load, "finishes_config", False):
+        return
+
+    @functools.wraps(load)
+    def load_configuration(self: Any, config_name: str | None, overrides: list[str], run_mode: RunMode,
+                           *args: Any, **kwargs: Any) -> DictConfig:
+        cfg = load(self, config_name, overrides, run_mode, *args, **kwargs)
+        mode = OmegaConf.select(cfg, "hydra.mode", default=None) or run_mode  # a --multirun job is composed as RUN
+        finish_config(cfg, [o for o in overrides if not o.startswith("hydra.")], mode)
+        return cfg
+
+    load_configuration.finishes_config = True  # type: ignore[attr-defined]
+    ConfigLoaderImpl.load_configuration = load_configuration  # type: ignore[method-assign]
+
+
+class RunLog:
+    """The run's log beside its result file (<model>.log, appended: a resumed run adds to it): the command, every
+    line it prints to stdout or stderr (not a progress bar's redraws), every logging record and, should it stop
+    on an exception, the traceback. Held in memory until the run writes its partial or result file, so a run
+    refused before its first seed (a corrupt data file) leaves nothing."""
+
+    def __init__(self, result: Path) -> None:
+        self.path = result.with_suffix(".log")
+        self.watched = (result, result.with_suffix(".partial.json"))
+        self.started = time.time()
+        self.held: list[str] = []
+        self.file: Any = None
+        self.checked = 0.0
+        command = "python -m replications" if sys.argv[0].endswith(".py") else Path(sys.argv[0]).name
+        self.write(f"# {time.strftime('%Y-%m-%d %H:%M:%S')} {command} {shlex.join(sys.argv[1:])}\n")
+
+    def ran(self) -> bool:
+        """Whether this run has written its partial or result file (a file from an earlier run does not count)."""
+        return any(p.exists() and p.stat().st_mtime >= int(self.started) - 1 for p in self.watched)
+
+    def write(self, text: str) -> int:
+        if "\r" in text:  # a progress bar drawing itself: the terminal's, not the log's
+            return len(text)
+        if self.file is None:
+            self.held.append(text)
+            if time.monotonic() - self.checked > 1.0:
+                self.checked = time.monotonic()
+                self._open_if_ran()
+        else:
+            self.file.write(text)
+            self.file.flush()
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+    def _open_if_ran(self) -> None:
+        if self.file is None and self.ran():
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.file = self.path.open("a", encoding="utf-8")
+            self.file.write("".join(self.held))
+            self.file.flush()
+            self.held = []
+
+    def __enter__(self) -> RunLog:
+        self.streams = sys.stdout, sys.stderr
+        sys.stdout, sys.stderr = _Tee(sys.stdout, self), _Tee(sys.stderr, self)
+        self.handler = logging.StreamHandler(self)
+        self.handler.setFormatter(logging.Formatter("[%(asctime)s][%(name)s][%(levelname)s] - %(message)s"))
+        logging.getLogger().addHandler(self.handler)
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
+        logging.getLogger().removeHandler(self.handler)
+        sys.stdout, sys.stderr = self.streams
+        if exc is not None and not isinstance(exc, SystemExit):
+            self.write("".join(traceback.format_exception(kind, exc, tb)))
+        self._open_if_ran()
+        if self.file is not None:
+            self.file.close()
+            print(f"log: {self.path}")
+
+
+class _Tee:
+    """A stream that also writes to the run's log."""
+
+    def __init__(self, stream: Any, log: RunLog) -> None:
+        self.stream, self.log = stream, log
+
+    def write(self, text: str) -> int:
+        self.log.write(text)
+        return self.stream.write(text)
+
+    def __getattr__(self, name: str) -> Any:  # flush, isatty, fileno, encoding: the terminal's
+        return getattr(self.stream, name)
+
+
+def refuse(exc: Exception) -> None:
+    print(f"error: {one_line(exc)}", file=sys.stderr)
+    sys.exit(2)
+
+
+# An absolute path: "../conf" is read relative to this file under ``python -m`` but as a package (conf/ is none)
+# when the console script imports this module.
+@hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")
 def main(cfg: DictConfig) -> float | None:
     try:
         replication = replications.get(cfg.paper.name)
         check_choices(cfg)
         hydra_cfg = HydraConfig.get()
-        check_added_keys(cfg, list(hydra_cfg.overrides.task))
-        apply_smoke(cfg, hydra_cfg.overrides.task)
+        overrides = list(hydra_cfg.overrides.task)
+        check_added_keys(cfg, overrides)
+        apply_smoke(cfg, overrides)  # done already as the config was composed (compose_hook): the same again
         validate(cfg)
         check_data_folders()  # a missing mirror or an unwritable cache: before any work, as replicate does
         if hydra_cfg.mode != RunMode.MULTIRUN and cfg.paths.results_dir == hydra_cfg.runtime.output_dir:
@@ -42,15 +171,26 @@ def main(cfg: DictConfig) -> float | None:
                               "add --multirun (make sweep-<paper>), or give paths.results_dir=<folder>")
         if hydra_cfg.mode == RunMode.MULTIRUN and not cfg.paths.results_dir:
             cfg.paths.results_dir = hydra_cfg.runtime.output_dir  # one folder per job: jobs never overwrite each other
-        print(f"hand run: results go to {result_path(cfg).resolve()} (results/ is written only by make replicate-<paper>)")
-        record = run(cfg, replication)
-    except (ConfigError, DataError, DestinationError, KeyError) as exc:  # a corrupt or missing data file too
-        print(f"error: {one_line(exc)}", file=sys.stderr)
-        sys.exit(2)
+        name_hand_run(cfg, overrides)  # a single run's own folder, <hand_runs>/<its overrides>/ (as composed)
+        path = result_path(cfg)  # refuses a folder inside results/
+    except (ConfigError, DataError, DestinationError, KeyError) as exc:
+        refuse(exc)
+    with RunLog(path):
+        print(f"hand run: results go to {path.resolve()} (results/ is written only by make replicate-<paper>)")
+        try:
+            record = run(cfg, replication)
+        except (ConfigError, DataError, DestinationError, KeyError) as exc:  # a corrupt or missing data file too
+            refuse(exc)
     # The returned value is what an Optuna sweeper would optimise: the paper's selection metric.
     select = cfg.paper.get("select_metric")
     return record["aggregate"][select]["mean"] if select else None
 
 
-if __name__ == "__main__":
+def cli() -> None:
+    """``python -m replications`` and the ``replications`` console script."""
+    compose_hook()
     main()
+
+
+if __name__ == "__main__":
+    cli()
