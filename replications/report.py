@@ -1,7 +1,8 @@
 """``python -m replications.report [results_dir]`` (``make report``): every page, from the result files.
 
 Hands each paper's ``report()`` hook to shared.report, which writes the paper pages, the shared pages and
-results/index.json; shared never imports a paper package, so the hooks come from here.
+results/index.json; shared never imports a paper package, so the hooks come from here. Then the README's marked
+durations are rewritten from the committed records (shared.readme_times).
 """
 
 from __future__ import annotations
@@ -9,7 +10,8 @@ from __future__ import annotations
 import sys
 
 import replications
-from shared import report
+from shared import readme_times, report
+from shared.paths import REPO_ROOT, RESULTS
 
 
 def hooks() -> dict[str, report.Hook]:
@@ -18,7 +20,10 @@ def hooks() -> dict[str, report.Hook]:
 
 def main(argv: list[str]) -> int:
     try:
-        return report.main(argv, hooks=hooks())
+        code = report.main(argv, hooks=hooks())
+        if not argv:  # the committed results: the README's durations follow them (shared.readme_times)
+            readme_times.fill(REPO_ROOT / "README.md", RESULTS)
+        return code
     except ValueError as exc:  # a paper file without a tolerance, a claims file with an unknown status
         print(f"error: {exc}", file=sys.stderr)
         return 2
