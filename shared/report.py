@@ -18,7 +18,9 @@ import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from shared import progress
 from shared.atomic import write_json_atomic, write_text_atomic
+from shared.data import DataError
 from shared.paper_report import PaperReport, PaperResults, load_paper_results
 from shared.paths import RESULTS
 from shared.reference import load_paper, recompare
@@ -70,7 +72,13 @@ def write_paper_pages(root: Path, hooks: Mapping[str, Hook], plots: bool = True)
         results = load_paper_results(root, paper)
         if not results.records:
             continue
-        report = hook(results)
+        try:
+            report = hook(results)
+        except DataError as exc:  # a page that reads its dataset (example forms, unit statistics) without it here
+            first = str(exc).splitlines()[0]
+            progress.write(f"warning: {paper}: its page needs data that is not here, so the existing page and "
+                           f"claims stay as they are ({first}); set REPLICATIONS_MIRROR to rebuild it", file=sys.stderr)
+            continue
         if report is not None:
             write_paper(root / paper, paper, report, plots=plots)
             done.append(paper)

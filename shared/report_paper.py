@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
+from shared import progress
 from shared.atomic import save_figure_atomic, write_json_atomic, write_text_atomic
+from shared.data import DataError
 from shared.paper_report import CLAIMS_NAME, PAGE_NAME, Block, Figure, PaperReport, Table
 
 
@@ -54,7 +57,14 @@ def write_paper(folder: Path, paper: str, report: PaperReport, plots: bool = Tru
     written = []
     if plots:
         for figure in report.figures():
-            save_figure_atomic(figure.draw(), folder / figure.name, dpi=figure.dpi)
+            try:
+                drawn = figure.draw()
+            except DataError as exc:  # a figure of the data itself (an example page) needs the dataset at hand
+                kept = "keeps the existing file" if (folder / figure.name).exists() else "is not drawn"
+                first = str(exc).splitlines()[0]
+                progress.write(f"warning: {paper}: figure {figure.name} {kept}: its data is not here ({first})", file=sys.stderr)
+                continue
+            save_figure_atomic(drawn, folder / figure.name, dpi=figure.dpi)
             written.append(folder / figure.name)
     if report.blocks:
         write_text_atomic(folder / PAGE_NAME, render_page(paper, report))

@@ -118,3 +118,30 @@ def test_a_stored_aggregate_with_another_std_convention_is_recomputed_from_the_r
     write_report(root, tmp_path / "replications", plots=False)
     fresh = json.loads(path.read_text())["aggregate"]["test_acc"]
     assert fresh["std"] == pytest.approx(2 ** 0.5) and fresh["mean"] == 61.0 and fresh["n"] == 2
+
+
+def test_a_record_without_its_aggregate_is_recomputed_and_the_pages_are_built(tmp_path):
+    root = write_synthetic(tmp_path)
+    path = root / "toy" / "d2" / "toy.json"
+    record = json.loads(path.read_text())
+    del record["aggregate"]
+    path.write_text(json.dumps(record))
+    report = write_report(root, tmp_path / "replications", plots=False)
+    assert json.loads(path.read_text())["aggregate"]["test_acc"]["mean"] == 61.0
+    assert any(r.dataset == "d2" and r.model == "toy" for s in report.papers for r in s.rows)
+
+
+def test_a_page_whose_data_is_missing_is_kept_as_it_is(tmp_path, capsys):
+    """`make report` without the data mirror: a hook that needs its dataset keeps the existing page and says so."""
+    from shared.data import DataError
+
+    root = write_synthetic(tmp_path)
+
+    def needs_data(results):
+        raise DataError("dataset 'toy': file 'x' is unavailable")
+
+    (root / "toy" / "claims.json").write_text('{"paper": "toy", "claims": [], "data": {}}')
+    before = (root / "toy" / "README.md").read_text()
+    write_report(root, tmp_path / "replications", plots=False, hooks={"toy": needs_data})
+    assert (root / "toy" / "README.md").read_text() == before
+    assert "toy: its page needs data that is not here" in capsys.readouterr().err
