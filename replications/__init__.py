@@ -4,9 +4,19 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import sys
 from pathlib import Path
 
-from shared.replication import Replication
+try:  # a Python without the suite's packages (the system python3, not the venv): one line, how to fix it
+    import hydra  # noqa: F401
+    import omegaconf  # noqa: F401
+    import torch  # noqa: F401
+except ModuleNotFoundError as exc:
+    print(f"error: {exc.name} is not installed in this Python ({sys.executable}); run `make venv`, then use "
+          ".venv/bin/python (or `source .venv/bin/activate`, or the `replications` command it installs)", file=sys.stderr)
+    raise SystemExit(2) from None
+
+from shared.replication import Replication  # noqa: E402
 
 PACKAGE_DIR = Path(__file__).parent
 

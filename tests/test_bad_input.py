@@ -520,3 +520,13 @@ def test_smoke_with_a_dataset_no_paper_has_says_which_exist():
     assert len(lines) == 1 and lines[0].startswith("error: "), proc.stderr
     assert "no paper has dataset=acme; datasets: acm, " in lines[0] and "make smoke dataset=dblp" in lines[0]
     assert 'papers=""; test -n "$papers" || exit 2' in proc.stdout  # nothing runs, exit 2
+
+
+def test_a_python_without_the_suite_says_to_use_the_venv(tmp_path):
+    """`python3 -m replications` with a bare interpreter (no hydra/omegaconf/torch): one line, exit 2."""
+    bare = tmp_path / "bare"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
+    out = subprocess.run([str(bare / "bin" / "python"), "-m", "replications", "paper=pshgcn"], cwd=REPO_ROOT,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert "is not installed in this Python" in out.stderr and "make venv" in out.stderr
