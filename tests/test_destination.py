@@ -100,11 +100,11 @@ def test_hand_run_folder_is_named_by_the_overrides_that_change_what_it_computes(
     cfg = compose_cfg("paper=pshgcn", "dataset=dblp", "model.lr=0.1")
     destination.name_hand_run(cfg, ["paper=pshgcn", "dataset=dblp", "model.lr=0.1"])
     assert result_path(cfg) == Path("outputs/results/model.lr=0.1/pshgcn/dblp/pshgcn.json")
-    chosen = compose_cfg("paper=pshgcn", "dataset=dblp", "paths.results_dir=/scratch/r")
+    chosen = compose_cfg("paper=pshgcn", "dataset=dblp", "paths.results_dir=chosen/folder")
     smoke = compose_cfg("paper=pshgcn", "dataset=dblp", "scale=smoke")
     destination.name_hand_run(chosen, ["model.lr=0.1"])
     destination.name_hand_run(smoke, ["scale=smoke"])
-    assert chosen.paths.results_dir == "/scratch/r" and smoke.paths.results_dir is None  # chosen, or a smoke run
+    assert chosen.paths.results_dir == "chosen/folder" and smoke.paths.results_dir is None  # chosen, or a smoke run
     with protocol():
         committed = compose_cfg("paper=pshgcn", "dataset=dblp")
         destination.name_hand_run(committed, [])
