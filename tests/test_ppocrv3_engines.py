@@ -107,9 +107,13 @@ def test_smoke_run_through_the_harness(tmp_path, monkeypatch):
 
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
     monkeypatch.setenv("WANDB_MODE", "disabled")
+    from shared.smoke import apply_smoke
+
+    overrides = ["paper=ppocrv3", "dataset=funsd", "model=ppocrv3_tesseract", "scale=smoke", "tracker=none",
+                 f"paths.results_dir={tmp_path}"]
     with initialize_config_dir(config_dir=str(REPO_ROOT / "conf"), version_base="1.3"):
-        cfg = compose("config", overrides=["paper=ppocrv3", "dataset=funsd", "model=ppocrv3_tesseract", "scale=smoke",
-                                           "tracker=none", f"paths.results_dir={tmp_path}"])
+        cfg = compose("config", overrides=overrides)
+    apply_smoke(cfg, overrides)  # the paper's smoke block (1 image), as every entry point applies it
     record = run(cfg, replications.get("ppocrv3"))
     metrics = record["runs"][0]["metrics"]
     assert record["runs"][0]["train"]["trained"] is False
