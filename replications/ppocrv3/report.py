@@ -8,13 +8,13 @@ side file (``latency_interleaved.json``, replications/ppocrv3/bench.py) when it 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import yaml
 
+from replications.ocr.details import run_details
 from replications.ppocrv3 import bootstrap
 from shared.paper_report import Claim, Figure, PaperReport, PaperResults, Table
 from shared.verdict import CONTRADICTED, NOT_RUN, direction_status
@@ -32,17 +32,9 @@ DEFAULTS = {"comparable_speed": 1.5, "bootstrap": {"samples": 10000, "seed": 0, 
 def load_details(results: PaperResults) -> dict[str, dict[str, dict[str, Any]]]:
     """dataset -> model -> details with the record's metrics; a run without per-image counts is left out."""
     out: dict[str, dict[str, dict[str, Any]]] = {}
-    for (ds, model), record in results.records.items():
-        if ds not in DATASETS or not record.get("runs"):
-            continue
-        run = record["runs"][0]
-        details = run.get("train", {}).get("details")
-        path = results.folder / ds / f"{model}.details.json"
-        if details is None and path.exists():  # a run made before the details went into the record
-            details = json.loads(path.read_text())
-        if details is None or "per_image" not in details:  # cannot be bootstrapped
-            continue
-        out.setdefault(ds, {})[model] = {**details, "metrics": run["metrics"]}
+    for ds, model, details, record in run_details(results):
+        if ds in DATASETS and "per_image" in details:  # without per-image counts it cannot be bootstrapped
+            out.setdefault(ds, {})[model] = {**details, "metrics": record["runs"][0]["metrics"]}
     return out
 
 

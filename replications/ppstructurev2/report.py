@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
 
+from replications.ocr.details import run_details
 from replications.ppstructurev2.table import structure_of_html  # noqa: E402
 from shared.paper_report import Claim, Figure, PaperReport, PaperResults, Table  # noqa: E402
 from shared.reference import load_paper  # noqa: E402
@@ -281,17 +281,9 @@ def claims(paper: dict, tables: dict[str, dict]) -> list[Claim]:
 def load_details(results: PaperResults) -> dict[tuple[str, str], dict[str, Any]]:
     """(dataset, model) -> details with the record's metrics; a run with no details anywhere is left out."""
     out = {}
-    for (ds, model), record in results.records.items():
-        if not record.get("runs"):
-            continue
-        run = record["runs"][0]
-        details = run.get("train", {}).get("details")
-        path = results.folder / ds / f"{model}.details.json"
-        if details is None and path.exists():  # a run made before the details went into the record
-            details = json.loads(path.read_text())
-        if details is not None:
-            example_items = ((record.get("config") or {}).get("dataset") or {}).get("example_items") or []
-            out[ds, model] = {**details, "metrics": run["metrics"], "example_items": list(example_items)}
+    for ds, model, details, record in run_details(results):
+        example_items = ((record.get("config") or {}).get("dataset") or {}).get("example_items") or []
+        out[ds, model] = {**details, "metrics": record["runs"][0]["metrics"], "example_items": list(example_items)}
     return out
 
 
