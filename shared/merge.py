@@ -31,6 +31,7 @@ from typing import Any
 from shared.atomic import write_json_atomic
 from shared.codeprint import code_fingerprint
 from shared.paths import PAPERS_DIR
+from shared.records import complete_records
 from shared.reference import compare, load_paper
 from shared.runinfo import portable_paths
 from shared.stats import aggregate
@@ -149,14 +150,8 @@ def job_records(roots: list[Path]) -> dict[tuple[str, str, str], list[tuple[Path
     """(paper, dataset, model) -> every complete record under <root>/<paper>/<dataset>/<model>.json."""
     groups: dict[tuple[str, str, str], list[tuple[Path, dict[str, Any]]]] = {}
     for root in roots:
-        for path in sorted(root.glob("*/*/*.json")):
-            if path.name.endswith(".partial.json"):
-                continue  # an interrupted job: its seeds are not finished records
-            try:
-                record = json.loads(path.read_text())
-            except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-                continue
-            if isinstance(record, dict) and record.get("complete") is True and "paper" in record:
+        for path, record in complete_records(root):  # never an interrupted job's .partial.json
+            if "paper" in record:
                 groups.setdefault((record["paper"], record["dataset"], record["model"]), []).append((path, record))
     return groups
 

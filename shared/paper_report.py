@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from shared.records import complete_records
 from shared.verdict import checked
 
 PAGE_NAME = "README.md"  # the paper's own page: results/<paper>/README.md
@@ -110,14 +111,8 @@ def load_paper_results(root: Path, paper: str) -> PaperResults:
     full-scale ones where there are any (a smoke run never mixes into the protocol's page), else every one
     (the page of a smoke run, beside it)."""
     records, full = {}, {}
-    for path in sorted((root / paper).glob("*/*.json")):
-        if path.name.endswith(".partial.json"):
-            continue
-        try:
-            record = json.loads(path.read_text())
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-            continue  # listed as unreadable by the shared report
-        if isinstance(record, dict) and record.get("complete") is True and "dataset" in record:
+    for _, record in complete_records(root / paper, "*/*.json"):
+        if "dataset" in record:
             records[record["dataset"], record["model"]] = record
             if record.get("scale") == "full":
                 full[record["dataset"], record["model"]] = record

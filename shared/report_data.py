@@ -7,7 +7,6 @@ paper's paper.yaml as it is now, so a reference added after a run shows up witho
 
 from __future__ import annotations
 
-import json
 import subprocess
 from collections import Counter
 from dataclasses import dataclass, field
@@ -17,6 +16,7 @@ from typing import Any
 
 from shared.metric_ranges import check_record
 from shared.paper_report import CLAIMS_NAME, Claim
+from shared.records import read_json
 from shared.reference import load_paper, recompare
 from shared.verdict import NO_REFERENCE, NOT_REPRODUCED, REPRODUCED, checked
 
@@ -88,18 +88,11 @@ class Report:
     date: str = ""  # that commit's date (YYYY-MM-DD), so that regenerating at one commit gives the same bytes
 
 
-def _read_json(path: Path) -> tuple[Any, str | None]:
-    try:
-        return json.loads(path.read_text()), None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        return None, f"{type(exc).__name__}: {exc}"
-
-
 def scan(root: Path) -> tuple[list[dict[str, Any]], list[str], list[str]]:
     """(complete full-scale records, unfinished runs, unreadable files) under results/<paper>/<dataset>/."""
     records, unfinished, unreadable = [], [], []
     for path in sorted(root.glob("*/*/*.json")):
-        record, error = _read_json(path)
+        record, error = read_json(path)
         rel = path.relative_to(root).as_posix()
         if error:
             unreadable.append(f"{rel}: {error}")
@@ -112,19 +105,6 @@ def scan(root: Path) -> tuple[list[dict[str, Any]], list[str], list[str]]:
             check_record(record, rel)  # an impossible stored value (an F1 of 150) is an error naming the file
             records.append(record)
     return records, unfinished, unreadable
-
-
-def complete_records(folder: Path, names: list[str]) -> dict[str, dict[str, Any]]:
-    """A paper page's own inputs: <folder>/<name>.json for each name, in that order, where it exists and is not
-    marked unfinished (`"complete": false`: a half-finished run never reaches a table)."""
-    out = {}
-    for name in names:
-        path = folder / f"{name}.json"
-        if path.exists():
-            record = json.loads(path.read_text())
-            if record.get("complete", True) is not False:
-                out[name] = record
-    return out
 
 
 def load_results(root: Path) -> list[dict[str, Any]]:
@@ -215,7 +195,7 @@ def claims_of(root: Path, paper: str) -> list[Claim]:
     path = root / paper / CLAIMS_NAME
     if not path.exists():
         return []
-    data, error = _read_json(path)
+    data, error = read_json(path)
     if error or not isinstance(data, dict):
         raise ValueError(f"{path}: not a claims file ({error or 'not an object'}); run `make report` to rebuild it")
     found = []

@@ -246,16 +246,6 @@ def test_a_paper_without_official_code_says_so_on_both_pages(tmp_path):
     assert "official code None" not in md and 'href=""' not in html
 
 
-def test_complete_records_keep_the_given_order_and_drop_unfinished_runs(tmp_path):
-    from shared.report_data import complete_records
-
-    (tmp_path / "a.json").write_text(json.dumps({"complete": True, "runs": [1]}))
-    (tmp_path / "b.json").write_text(json.dumps({"complete": False, "runs": []}))
-    (tmp_path / "c.json").write_text(json.dumps({"runs": [2]}))  # hand-written, no flag: not marked unfinished
-    got = complete_records(tmp_path, ["c", "b", "missing", "a"])
-    assert list(got) == ["c", "a"] and got["a"]["runs"] == [1]
-
-
 def test_the_page_names_its_commit_and_date_and_regenerating_gives_the_same_bytes(tmp_path):
     import subprocess
 

@@ -1,0 +1,27 @@
+"""Reading result records from a results folder: the one loop every reader (report, paper pages, merge) uses."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+
+def read_json(path: Path) -> tuple[Any, str | None]:
+    """(content, None), or (None, what went wrong) for a file that cannot be read as JSON."""
+    try:
+        return json.loads(path.read_text()), None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        return None, f"{type(exc).__name__}: {exc}"
+
+
+def complete_records(folder: Path, pattern: str = "*/*/*.json") -> Iterator[tuple[Path, dict[str, Any]]]:
+    """(path, record) of every finished result record matching `pattern` under `folder`, sorted by path: never an
+    interrupted run's ``.partial.json``, an unreadable file (the shared report lists those) or a side file."""
+    for path in sorted(folder.glob(pattern)):
+        if path.name.endswith(".partial.json"):
+            continue
+        record, error = read_json(path)
+        if error is None and isinstance(record, dict) and record.get("complete") is True:
+            yield path, record
