@@ -15,7 +15,8 @@ import yaml
 from hydra.types import RunMode
 from omegaconf import OmegaConf
 
-from replications.__main__ import RunLog, finish_config
+from replications.__main__ import finish_config
+from shared.runlog import RunLog
 from tests.conftest import compose_cfg
 
 ROOT = Path(__file__).resolve().parents[1]
