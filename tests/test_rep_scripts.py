@@ -119,5 +119,6 @@ def test_no_results_root_is_computed_in_the_package() -> None:
 def test_gpu_and_full_recipe_scripts_parse() -> None:
     import subprocess
 
-    for script in ("replications/rep/full.sh", "replications/rep/gpu/check.sh", "replications/rep/gpu/stage.sh"):
+    for script in ("replications/rep/full.sh", "replications/rep/converged.sh", "replications/rep/gpu/check.sh",
+                   "replications/rep/gpu/stage.sh"):
         subprocess.run(["bash", "-n", str(REPO_ROOT / script)], check=True)
