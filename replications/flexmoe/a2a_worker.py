@@ -79,8 +79,7 @@ def main() -> None:
             timed_allreduce(buf, group, rank in ranks)  # warm-up: connections of the new group
             allreduce[f"{name}/expert{e}"] = [timed_allreduce(buf, group, rank in ranks)
                                               for _ in range(int(plan["trials"]))]
-    worker_emit({"a2a": rows, "allreduce": allreduce} if rank == 0 else {})
-    dist.destroy_process_group()
+    worker_emit({"a2a": rows, "allreduce": allreduce} if rank == 0 else {})  # ends the process group too
 
 
 if __name__ == "__main__":

@@ -106,8 +106,7 @@ def main() -> None:
                     rows.append({"op": name, "bytes": B, "seconds": [t[i] for t in times],
                                  "load_average": list(os.getloadavg())})
     dist.barrier()
-    worker_emit({"rank": rank, "N": N, "G": G, "rows": rows})
-    dist.destroy_process_group()
+    worker_emit({"rank": rank, "N": N, "G": G, "rows": rows})  # ends the process group too
 
 
 if __name__ == "__main__":

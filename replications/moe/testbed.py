@@ -334,13 +334,20 @@ def ranks_per_node() -> int:
 
 
 def worker_emit(result: Any) -> None:
-    """This rank's JSON-serialisable result, returned by cluster.run (written atomically)."""
+    """This rank's JSON-serialisable result, returned by cluster.run (written atomically); the rank's last call.
+    It also ends the rank's process group (after a barrier): a gloo group left to the interpreter's exit can
+    abort the process ("terminate called without an active exception") on a loaded machine."""
     out = os.environ.get("MOE_TESTBED_OUT")
     rank = int(os.environ.get("RANK", "0"))
     if out is None:  # started by hand or by torchrun: print it
         print(json.dumps({"rank": rank, "result": result}))
-        return
-    path = Path(out) / f"rank{rank}.json"
-    tmp = path.with_suffix(".part")
-    tmp.write_text(json.dumps(result))
-    os.replace(tmp, path)
+    else:
+        path = Path(out) / f"rank{rank}.json"
+        tmp = path.with_suffix(".part")
+        tmp.write_text(json.dumps(result))
+        os.replace(tmp, path)
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.barrier()
+        dist.destroy_process_group()

@@ -51,8 +51,7 @@ def main() -> None:
 
         checks = [check(t) for t in range(args.a2a_trials)]
     worker_emit({"rank": rank, "world": world, "node": node, "sum": float(total), "roundtrip_s": seconds,
-                 "checks": checks})
-    dist.destroy_process_group()
+                 "checks": checks})  # ends the process group too
 
 
 if __name__ == "__main__":

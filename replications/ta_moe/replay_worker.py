@@ -62,8 +62,7 @@ def main() -> None:
         g = ranks_per_node()
         intra = roundtrip_mbit(rank, 1, args.measure_mib) if g > 1 else None
         inter = roundtrip_mbit(rank, g, args.measure_mib) if world > g else None
-        worker_emit({"intra": intra, "inter": inter} if rank == 0 else {})
-        dist.destroy_process_group()
+        worker_emit({"intra": intra, "inter": inter} if rank == 0 else {})  # ends the process group too
         return
     plan = json.loads(open(args.plan).read())
     arms = plan["arms"]
@@ -77,8 +76,7 @@ def main() -> None:
         for arm, matrices in arms.items():
             if i < len(matrices):
                 times[arm].append(replay(matrices[i], rank, plan["d_model"]))
-    worker_emit(times if rank == 0 else {})
-    dist.destroy_process_group()
+    worker_emit(times if rank == 0 else {})  # ends the process group too
 
 
 if __name__ == "__main__":
