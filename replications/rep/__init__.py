@@ -21,6 +21,7 @@ from omegaconf import DictConfig, OmegaConf
 from replications.rep.data import KG, load
 from replications.rep.evaluate import filtered_metrics
 from replications.rep.models import KGE
+from replications.rep.paired import metrics_of, paired_mrr_change, triple_ranks
 from replications.rep.propagate import rep
 from replications.rep.train import steps_per_epoch, train_or_load
 from shared.paper_report import PaperReport, PaperResults
@@ -117,18 +118,24 @@ class REPReplication(Replication):
         known = data.all_true()
         limit = eval_limit(cfg)
         out: dict[str, float] = {}
+        test_ranks = {}
         with torch.no_grad():
             for stage, entity in (("base", model.entity.detach()), ("rep", summary["_rep_entity"])):
                 for split, queries in (("val", data.valid), ("test", data.test)):
                     if data.evaluator is not None:
                         from replications.rep.ogb import ogb_metrics
                         metrics = ogb_metrics(model, entity, data, "valid" if split == "val" else "test")
+                    elif split == "test":  # per triple, for REP's paired interval below
+                        test_ranks[stage] = triple_ranks(score_fn(model, entity), queries[:limit], known)
+                        metrics = metrics_of(test_ranks[stage])
                     else:
                         metrics = filtered_metrics(score_fn(model, entity), queries[:limit], known)
                     out |= {f"{split}_{k}_{stage}": v for k, v in metrics.items()}
         for k in ("mrr", "hits1", "hits3", "hits10"):
             if f"test_{k}_rep" in out:
                 out[f"test_{k}_delta"] = out[f"test_{k}_rep"] - out[f"test_{k}_base"]
+        if test_ranks:  # an interval, not a metric: kept in the run's summary, which the record stores after evaluate
+            summary["test_mrr_change"] = paired_mrr_change(test_ranks["base"], test_ranks["rep"])
         return out
 
     def report(self, results: PaperResults) -> PaperReport | None:

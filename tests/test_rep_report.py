@@ -1,0 +1,57 @@
+"""REP's page: the claim is judged per converged base only, with the paired interval and the margin."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+from replications.rep import report
+from shared.paper_report import PaperResults
+from shared.paths import RESULTS
+from shared.verdict import CONTRADICTED, INCONCLUSIVE, NOT_RUN, SUPPORTED
+
+TOY = json.loads((RESULTS / "rep" / "fb15k_237" / "transe.json").read_text())
+
+
+def trained(model: str, delta: float, low: float, high: float) -> dict:
+    """A one-seed converged record: the toy record's shape plus what early stopping and evaluate store."""
+    record = copy.deepcopy(TOY)
+    record["model"] = model
+    run = record["runs"] = [record["runs"][0]]
+    run[0]["train"] |= {"stopped": "patience", "best_epoch": 12.5, "best_step": 100,
+                        "validation": [{"epoch": 0.5, "val_mrr": 0.2}, {"epoch": 1.0, "val_mrr": 0.3}],
+                        "test_mrr_change": {"delta": delta, "ci95_low": low, "ci95_high": high, "triples": 20466,
+                                            "changed": 900}}
+    record["aggregate"]["test_mrr_delta"] = {"mean": delta, "std": 0.0, "n": 1, "ci95_low": float("nan"),
+                                             "ci95_high": float("nan")}
+    return record
+
+
+def results(*records: dict) -> PaperResults:
+    return PaperResults("rep", Path("/nonexistent/rep"), {(r["dataset"], r["model"]): r for r in records})
+
+
+def claims_of(page) -> dict[str, str]:
+    return {c.text: c.status for c in page.claims if "improves or maintains" in c.text}
+
+
+def test_toy_bases_are_never_judged() -> None:
+    page = report.build(results(TOY))
+    assert list(claims_of(page).values()) == [NOT_RUN]
+    assert page.data["rep_on_converged_bases"] == []
+
+
+def test_gain_loss_and_small_loss_per_model() -> None:
+    page = report.build(results(TOY, trained("complex", 0.002, 0.001, 0.003), trained("distmult", -0.015, -0.02, -0.01),
+                                trained("rotate", -0.003, -0.008, 0.002)))
+    got = claims_of(page)
+    assert got[f"{report.yaml.safe_load(report.PAPER.read_text())['claims'][0]['text']}: complex on fb15k_237"] == SUPPORTED
+    by_model = {v["model"]: v for v in page.data["rep_on_converged_bases"]}
+    assert (by_model["complex"]["effect"], by_model["complex"]["status"]) == ("improves", SUPPORTED)
+    assert (by_model["distmult"]["effect"], by_model["distmult"]["status"]) == ("hurts", CONTRADICTED)
+    # the interval reaches below the 0.005 margin: neither maintained for sure nor a sure loss beyond it
+    assert (by_model["rotate"]["effect"], by_model["rotate"]["status"]) == ("no effect", INCONCLUSIVE)
+    assert "transe" not in by_model and "over 20,466 test triples (1 seed)" in by_model["complex"]["interval"]
+    rows = {r[1]: r for r in page.data["before_after"]["rows"]}
+    assert rows["transe"][2].startswith("toy: dim 64") and rows["complex"][2] == "converged: best val at epoch 12.5"
