@@ -86,7 +86,7 @@ def fit(cfg: DictConfig, model: GPT, train: Tensor, valid: Tensor, seed: int, lo
         return out
 
     summary = fit_loop(cfg, model, train, valid, log, precision=precision, before_step=schedule, after_step=count,
-                       curve_point=point)
+                       curve_point=point, seed=seed)
     # first curve point at or below target_valid_ppl (GPU protocol)
     reached = [c["step"] for c in summary["curve"] if target is not None and c["valid_ppl_subset"] <= target]
     return {**summary, "mean_active_experts": counted["expert_tokens"] / counted["tokens"],

@@ -4,10 +4,13 @@ The LM of the MoE papers' WikiText-2 protocol (EvoMoE's, also trained by TA-MoE)
 
 Output: an adaptive softmax over the full 33,278-word vocabulary (exact normalised probabilities, so the
 perplexity is the standard full-vocabulary one) -- our choice: a full 33k softmax would take ~90% of the
-FLOPs of a model this small on CPU.
+FLOPs of a model this small on CPU. Without cutoffs (the character-level protocol, 65 symbols) a full softmax
+whose matrix is the input embedding (nanoGPT's weight tying); ``init_std`` then gives nanoGPT's GPT-2 init.
 """
 
 from __future__ import annotations
+
+import math
 
 import torch
 import torch.nn.functional as F
@@ -50,8 +53,8 @@ class Block(nn.Module):
 
 class GPT(nn.Module):
     def __init__(self, vocab: int, d: int, heads: int, layers: int, seq_len: int, ffn_hidden: int,
-                 gate: str | None, num_experts: int, gate_options: dict, cutoffs: list[int],
-                 div_value: float, dropout: float):
+                 gate: str | None, num_experts: int, gate_options: dict, cutoffs: list[int] | None,
+                 div_value: float | None, dropout: float, init_std: float | None = None):
         super().__init__()
         self.embed, self.pos = nn.Embedding(vocab, d), nn.Embedding(seq_len, d)
         blocks = []
@@ -63,8 +66,34 @@ class GPT(nn.Module):
             blocks.append(Block(d, heads, ffn, dropout))
         self.blocks = nn.ModuleList(blocks)
         self.ln = nn.LayerNorm(d)
-        self.head = nn.AdaptiveLogSoftmaxWithLoss(d, vocab, cutoffs=cutoffs, div_value=div_value)
+        # no cutoffs: logits = h @ embed.weight^T (tied, so no head parameters of its own)
+        self.head = None if cutoffs is None else nn.AdaptiveLogSoftmaxWithLoss(d, vocab, cutoffs=cutoffs,
+                                                                             div_value=div_value)
         self.drop = nn.Dropout(dropout)
+        if init_std is not None:
+            self.gpt2_init(init_std)
+
+    @torch.no_grad()
+    def gpt2_init(self, std: float) -> None:
+        """nanoGPT's init: every matmul and embedding weight N(0, std), biases zero, and the two projections
+        back into the residual stream (attention out, FFN second matrix) N(0, std / sqrt(2 layers)). The default
+        init (embedding N(0, 1)) would make a tied head's first logits huge. Gates keep their own init; BASE's
+        zero second matrix stays zero."""
+        small = std / math.sqrt(2 * len(self.blocks))
+        nn.init.normal_(self.embed.weight, std=std)
+        nn.init.normal_(self.pos.weight, std=std)
+        for b in self.blocks:
+            for lin, s in ((b.qkv, std), (b.out, small)):
+                nn.init.normal_(lin.weight, std=s)
+                nn.init.zeros_(lin.bias)
+            if isinstance(b.ffn, DenseFFN):
+                for lin, s in ((b.ffn.fc1, std), (b.ffn.fc2, small)):
+                    nn.init.normal_(lin.weight, std=s)
+                    nn.init.zeros_(lin.bias)
+            elif isinstance(b.ffn, MoELayer):
+                nn.init.normal_(b.ffn.w1, std=std)
+                if not b.ffn.residual_branch:
+                    nn.init.normal_(b.ffn.w2, std=small)
 
     def moe_layers(self) -> list[MoELayer]:
         return [b.ffn for b in self.blocks if isinstance(b.ffn, MoELayer)]
@@ -79,5 +108,9 @@ class GPT(nn.Module):
         # the adaptive softmax in fp32 outside autocast: torch's module mixes dtypes under bf16 autocast,
         # and an fp32 output softmax is what mixed-precision LM training keeps anyway
         with torch.autocast(ids.device.type, enabled=False):
-            nll = self.head(self.ln(x.float()).reshape(-1, x.shape[-1]), targets.reshape(-1)).loss
+            h = self.ln(x.float()).reshape(-1, x.shape[-1])
+            if self.head is None:
+                nll = F.cross_entropy(h @ self.embed.weight.t(), targets.reshape(-1))
+            else:
+                nll = self.head(h, targets.reshape(-1)).loss
         return nll, aux
