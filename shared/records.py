@@ -7,6 +7,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+# results/<paper>/<dataset>/official.json: the authors' code run (shared.official), a reference for the paper's
+# model, never one of the suite's own result records. Every reader of result records skips it by this name.
+OFFICIAL_NAME = "official.json"
+
+
+def is_official(path: Path) -> bool:
+    return Path(path).name == OFFICIAL_NAME
+
 
 def read_json(path: Path) -> tuple[Any, str | None]:
     """(content, None), or (None, what went wrong) for a file that cannot be read as JSON."""
@@ -18,9 +26,10 @@ def read_json(path: Path) -> tuple[Any, str | None]:
 
 def complete_records(folder: Path, pattern: str = "*/*/*.json") -> Iterator[tuple[Path, dict[str, Any]]]:
     """(path, record) of every finished result record matching `pattern` under `folder`, sorted by path: never an
-    interrupted run's ``.partial.json``, an unreadable file (the shared report lists those) or a side file."""
+    interrupted run's ``.partial.json``, an official-code record (``is_official``), an unreadable file (the shared
+    report lists those) or a side file."""
     for path in sorted(folder.glob(pattern)):
-        if path.name.endswith(".partial.json"):
+        if path.name.endswith(".partial.json") or is_official(path):
             continue
         record, error = read_json(path)
         if error is None and isinstance(record, dict) and record.get("complete") is True:

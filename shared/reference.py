@@ -9,6 +9,10 @@ absolute difference (in the metric's own units) within which a reproduction coun
 against the best known value among its references (ties: the stronger kind) instead of the strongest
 kind. A paper declares it where its references are all of one sort (e.g. converged base models run by
 different teams) and the more demanding one is the bar.
+
+Official-code records (results/<paper>/<dataset>/official.json, written by ``python -m shared.official``) are
+references too: ``load_paper`` adds one ``authors_code_run`` entry per metric of each (mean, std, n over its
+seeds), which replaces any hand-copied ``authors_code_run`` entry of the same dataset, model and metric.
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ from typing import Any
 
 import yaml
 
+from shared.paths import PAPERS_DIR, RESULTS
+from shared.records import OFFICIAL_NAME, read_json
 from shared.verdict import NO_REFERENCE, NOT_REPRODUCED, REPRODUCED, number_status  # noqa: F401 (re-exported)
 
 # Strongest first. The paper's own claim outranks the authors' other statements; numbers the authors
@@ -37,7 +43,9 @@ TARGET_RULES = ("highest", "lowest")
 COMMON_KEYS = {"dataset", "model", "metric", "value", "kind", "source", "verified"}
 
 
-def load_paper(path: Path) -> dict[str, Any]:
+def load_paper(path: Path, results_root: Path | None = None) -> dict[str, Any]:
+    """The paper file, checked, with the official-code records under ``results_root`` added as references
+    (default: the committed results/ when the file is one of this checkout's papers; else none)."""
     paper = yaml.safe_load(Path(path).read_text())
     for key in ("title", "reported", "tolerances"):
         if key not in paper:
@@ -59,7 +67,46 @@ def load_paper(path: Path) -> dict[str, Any]:
     for metric, rule in (paper.get("targets") or {}).items():
         if rule not in TARGET_RULES:
             raise ValueError(f"{path}: targets.{metric} is '{rule}'; valid: {', '.join(TARGET_RULES)}")
-    return paper
+    folder = Path(path).resolve().parent
+    if results_root is None and folder.parent == PAPERS_DIR:
+        results_root = RESULTS
+    return with_official(paper, official_references(results_root, folder.name)) if results_root else paper
+
+
+def official_references(results_root: Path, paper: str) -> list[dict[str, Any]]:
+    """One authors_code_run entry per metric of every official-code record of `paper` under `results_root`.
+    A damaged record is an error naming it (it would silently drop a reference otherwise)."""
+    entries = []
+    for path in sorted((Path(results_root) / paper).glob(f"*/{OFFICIAL_NAME}")):
+        record, error = read_json(path)
+        rel = f"results/{paper}/{path.parent.name}/{OFFICIAL_NAME}"
+        if error or not isinstance(record, dict) or record.get("complete") is not True \
+                or not isinstance(record.get("aggregate"), dict):
+            raise ValueError(f"{rel}: not a complete official-code record ({error or 'no aggregate or not complete'}); "
+                             f"re-run `make official-{paper} dataset={path.parent.name}` or delete it")
+        seeds = [r.get("seed") for r in record.get("runs") or []]
+        cpu = (record.get("environment") or {}).get("hardware", {}).get("cpu")
+        provenance = {"record": rel, "repository": record.get("repository"), "commit": record.get("commit"),
+                      "patches": [p.get("path") for p in record.get("patches") or []], "seeds": seeds, "cpu": cpu}
+        for metric, agg in record["aggregate"].items():
+            entries.append({
+                "dataset": record["dataset"], "model": record["model"], "metric": metric, "value": agg["mean"],
+                "std": agg["std"], "n": agg["n"], "kind": "authors_code_run", "verified": True,
+                "source": f"the official code ({record.get('repository')} @ {str(record.get('commit'))[:12]}) run here "
+                          f"on {len(seeds)} seeds: {rel}",
+                "provenance": provenance})
+    return entries
+
+
+def with_official(paper: dict[str, Any], entries: list[dict[str, Any]]) -> dict[str, Any]:
+    """The paper with `entries` as its authors_code_run references, replacing hand-copied ones of the same
+    (dataset, model, metric); other kinds stay (one entry per kind)."""
+    if not entries:
+        return paper
+    keys = {(e["dataset"], e["model"], e["metric"]) for e in entries}
+    kept = [e for e in paper["reported"]
+            if not (e["kind"] == "authors_code_run" and (e["dataset"], e["model"], e["metric"]) in keys)]
+    return {**paper, "reported": kept + entries}
 
 
 def references_for(paper: dict[str, Any], dataset: str, model: str) -> dict[str, list[dict[str, Any]]]:

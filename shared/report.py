@@ -55,7 +55,7 @@ def refresh_comparisons(root: Path, papers_dir: Path) -> list[Path]:
         if not paper_file.exists():
             continue
         agg = fresh_aggregate(record) or record["aggregate"]
-        fresh = recompare({**record, "aggregate": agg}, load_paper(paper_file))
+        fresh = recompare({**record, "aggregate": agg}, load_paper(paper_file, results_root=root))
         stale = [json.dumps(a, default=str) != json.dumps(b, default=str)
                  for a, b in ((fresh, record.get("comparison")), (agg, record.get("aggregate")))]
         if any(stale):

@@ -16,7 +16,7 @@ from typing import Any
 
 from shared.metric_ranges import check_record
 from shared.paper_report import CLAIMS_NAME, Claim
-from shared.records import read_json
+from shared.records import is_official, read_json
 from shared.reference import load_paper, recompare
 from shared.verdict import NO_REFERENCE, NOT_REPRODUCED, REPRODUCED, checked
 
@@ -92,6 +92,8 @@ def scan(root: Path) -> tuple[list[dict[str, Any]], list[str], list[str]]:
     """(complete full-scale records, unfinished runs, unreadable files) under results/<paper>/<dataset>/."""
     records, unfinished, unreadable = [], [], []
     for path in sorted(root.glob("*/*/*.json")):
+        if is_official(path):
+            continue  # the authors' code run: a reference (shared.reference.official_references), not a record
         record, error = read_json(path)
         rel = path.relative_to(root).as_posix()
         if error:
@@ -138,9 +140,10 @@ def record_commits(record: dict[str, Any]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(found))
 
 
-def _paper_yaml(papers_dir: Path, paper: str) -> dict[str, Any] | None:
+def _paper_yaml(papers_dir: Path, paper: str, root: Path) -> dict[str, Any] | None:
+    """The paper file with the official-code records under the results root `root` as references."""
     path = papers_dir / paper / "paper.yaml"
-    return load_paper(path) if path.exists() else None
+    return load_paper(path, results_root=root) if path.exists() else None
 
 
 def rows_of(record: dict[str, Any], paper: dict[str, Any] | None) -> list[Row]:
@@ -210,7 +213,7 @@ def claims_of(root: Path, paper: str) -> list[Claim]:
 
 
 def section(root: Path, paper: str, records: list[dict[str, Any]], papers_dir: Path) -> PaperSection:
-    reference = _paper_yaml(papers_dir, paper)
+    reference = _paper_yaml(papers_dir, paper, root)
     info = reference if reference is not None else {}
     rows = [row for record in records for row in rows_of(record, reference)]
     metric, models = headline_spec(info, paper, rows)

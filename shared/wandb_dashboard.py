@@ -20,6 +20,7 @@ from typing import Any
 
 import yaml
 
+from shared.records import is_official
 from shared.tracking import SCHEME, SPLITS, metric_name
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -34,6 +35,8 @@ def load_spec(path: Path = SPEC) -> dict[str, Any]:
 def committed_records(paper: str, results: Path = RESULTS) -> list[dict[str, Any]]:
     out = []
     for path in sorted((results / paper).glob("*/*.json")):
+        if is_official(path):
+            continue  # the authors' code run (shared.official): a reference, not a record of the suite
         try:
             record = json.loads(path.read_text())
         except (OSError, ValueError):

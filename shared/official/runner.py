@@ -1,0 +1,254 @@
+"""Check out, build, prepare, run and record (the steps of shared/official/__init__.py); the command line."""
+
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from shared.atomic import write_json_atomic
+from shared.data import DataError
+from shared.official import OfficialError, OfficialParseError
+from shared.official.spec import DatasetPlan, OfficialSpec, load_spec, plan_for
+from shared.paths import PAPERS_DIR, REPO_ROOT, RESULTS
+from shared.records import OFFICIAL_NAME
+from shared.runinfo import environment, portable_paths
+from shared.stats import aggregate
+
+LOGS = Path("outputs") / "official"  # per-seed logs, relative to the checkout (git-ignored: /outputs/)
+CONSTRAINTS = REPO_ROOT / "constraints.txt"
+TORCH = "torch==2.13.0"  # the suite's torch; constrained so the local CPU wheel is what pip takes here
+
+
+def _git(*args: str, cwd: Path | None = None) -> str:
+    try:
+        out = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True, timeout=600)
+    except subprocess.CalledProcessError as exc:
+        last = (exc.stderr or exc.stdout or "").strip().splitlines()
+        raise OfficialError(f"git {' '.join(args[:2])} failed: {last[-1] if last else exc.returncode}") from None
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise OfficialError(f"git {' '.join(args[:2])} failed: {exc}") from None
+    return out.stdout.strip()
+
+
+def code_source(spec: OfficialSpec) -> str:
+    """Where the code comes from: $OFFICIAL_CODE_DIR (a checkout or a bare git dir) when set, else the repository."""
+    local = os.environ.get("OFFICIAL_CODE_DIR")
+    if local:
+        if not Path(local).is_dir():
+            raise OfficialError(f"OFFICIAL_CODE_DIR={local} is not a folder; point it at a checkout or bare git dir "
+                                f"of {spec.repository}, or unset it to clone")
+        return local
+    return spec.repository
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def checkout(spec: OfficialSpec, papers_dir: Path = PAPERS_DIR) -> tuple[Path, list[dict[str, str]]]:
+    """A fresh checkout of the pinned commit with the patches applied; (folder, [{path, sha256}] applied)."""
+    target = spec.home / "checkout"
+    if target.exists():
+        shutil.rmtree(target)  # never reuse: a run's outputs or an earlier patch must not leak into the next
+    target.parent.mkdir(parents=True, exist_ok=True)
+    source = code_source(spec)
+    _git("clone", "--quiet", "--no-checkout", source, str(target))
+    try:
+        _git("cat-file", "-e", f"{spec.commit}^{{commit}}", cwd=target)
+    except OfficialError:
+        raise OfficialError(f"commit {spec.commit} is not in {source}; fetch it there or set OFFICIAL_CODE_DIR "
+                            "to a copy that has it") from None
+    _git("-c", "advice.detachedHead=false", "checkout", "--quiet", spec.commit, cwd=target)
+    applied = []
+    repo_root = papers_dir.parent
+    for rel in spec.patches:
+        patch = repo_root / rel
+        if not patch.exists():
+            raise OfficialError(f"{spec.paper}: patch {rel} (paper.yaml official.patches) does not exist")
+        try:
+            _git("apply", "--whitespace=nowarn", str(patch.resolve()), cwd=target)
+        except OfficialError as exc:
+            raise OfficialError(f"{spec.paper}: patch {rel} does not apply at {spec.commit[:12]}: {exc}") from None
+        applied.append({"path": rel, "sha256": sha256(patch)})
+    return target, applied
+
+
+def venv_python(spec: OfficialSpec) -> Path:
+    """The official venv's python, built when missing or when its requirements changed (a marker file says which)."""
+    venv = spec.home / "venv"
+    python = venv / "bin" / "python"
+    wanted = "\n".join([TORCH, *spec.requirements, CONSTRAINTS.read_text()])
+    marker = venv / ".installed"
+    if python.exists() and marker.exists() and marker.read_text() == wanted:
+        return python
+    if venv.exists():
+        shutil.rmtree(venv)
+    steps = [[sys.executable, "-m", "venv", str(venv)],
+             [str(python), "-m", "pip", "install", "-q", "-c", str(CONSTRAINTS), TORCH],
+             *([[str(python), "-m", "pip", "install", "-q", "-c", str(CONSTRAINTS), *spec.requirements]]
+               if spec.requirements else [])]
+    for step in steps:
+        done = subprocess.run(step, capture_output=True, text=True)
+        if done.returncode != 0:
+            last = (done.stderr or done.stdout).strip().splitlines()
+            raise OfficialError(f"{spec.paper}: building the official venv failed at `{' '.join(step[2:5])}`: "
+                                f"{last[-1] if last else done.returncode}; fix the pins in paper.yaml official.requirements")
+    marker.write_text(wanted)
+    return python
+
+
+def freeze(python: str) -> list[str]:
+    done = subprocess.run([python, "-m", "pip", "freeze", "--all"], capture_output=True, text=True)
+    return sorted(line for line in done.stdout.splitlines() if line and not line.startswith(("#", "-e ")))
+
+
+def load_adapter(spec: OfficialSpec) -> ModuleType:
+    try:
+        module = importlib.import_module(spec.adapter)
+    except ImportError as exc:
+        raise OfficialError(f"{spec.paper}: adapter module '{spec.adapter}' cannot be imported: {exc}") from None
+    for name in ("prepare", "parse"):
+        if not callable(getattr(module, name, None)):
+            raise OfficialError(f"{spec.paper}: adapter {spec.adapter} has no {name}() (see shared/official/__init__.py)")
+    return module
+
+
+def run_command(command: str, cwd: Path, log: Path, timeout_s: float) -> tuple[int | None, float, float]:
+    """Run `command` through bash in `cwd`, stdout+stderr to `log`; (exit code or None on timeout, wall seconds,
+    peak RSS in MB of the command and its descendants, from wait4's own rusage: this child alone)."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(["bash", "-c", command], cwd=cwd, stdout=out, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+        code: int | None = None
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                code = os.waitstatus_to_exitcode(status)
+                break
+            if time.perf_counter() - start > timeout_s:
+                os.killpg(proc.pid, signal.SIGKILL)  # the whole session: bash and whatever it started
+                _, _, usage = os.wait4(proc.pid, 0)
+                break
+            time.sleep(0.2)
+        proc.returncode = code if code is not None else -9  # reaped above; keep Popen from waiting again
+    return code, round(time.perf_counter() - start, 2), round(usage.ru_maxrss / 1024, 1)
+
+
+def fill(command: str, **values: Any) -> str:
+    """The command with its placeholders filled, each value shell-quoted."""
+    return re.sub(r"{(\w+)}", lambda m: shlex.quote(str(values[m.group(1)])), command)
+
+
+def run_seed(spec: OfficialSpec, dataset: str, plan: DatasetPlan, seed: int, python: str, code: Path,
+             data_dir: Path, logs: Path, adapter: ModuleType) -> dict[str, Any]:
+    out_dir = spec.home / "out" / dataset / f"seed{seed}"
+    if out_dir.exists():
+        shutil.rmtree(out_dir)
+    out_dir.mkdir(parents=True)
+    log = logs / f"seed{seed}.log"
+    command = fill(plan.command, python=python, seed=seed, data_dir=data_dir, out_dir=out_dir)
+    load_before = os.getloadavg()[0]
+    code, wall, peak = run_command(command, code, log, plan.timeout_minutes * 60)
+    where = f"{spec.paper}/{dataset} seed {seed}"
+    shown = portable_paths(str(log))
+    if code is None:
+        raise OfficialError(f"{where}: the official command ran past timeout_minutes={plan.timeout_minutes:g}; see {shown}")
+    if code != 0:
+        raise OfficialError(f"{where}: the official command exited {code}; see {shown}")
+    try:
+        metrics = adapter.parse(log.read_text(errors="replace"), out_dir, seed)
+    except OfficialParseError as exc:
+        raise OfficialParseError(f"{where}: {exc}; see {shown}") from None
+    if not metrics or not all(isinstance(v, (int, float)) for v in metrics.values()):
+        raise OfficialParseError(f"{where}: parse() returned no numeric metrics ({metrics!r}); see {shown}")
+    return {"seed": seed, "metrics": {k: float(v) for k, v in metrics.items()}, "wall_seconds": wall,
+            "peak_memory_mb": peak, "load_average": [round(load_before, 2), round(os.getloadavg()[0], 2)]}
+
+
+def run(paper: str, dataset: str | None, seeds: list[int] | None = None, *, papers_dir: Path = PAPERS_DIR,
+        results: Path = RESULTS, outputs: Path = REPO_ROOT / LOGS, python: str | None = None) -> Path:
+    """Everything above for one dataset; returns the record's path. ``outputs``: where the logs (and a narrowed
+    run's record) go; ``python``: tests only (see the module doc)."""
+    started = time.perf_counter()
+    spec = load_spec(paper, papers_dir)
+    plan, todo = plan_for(spec, dataset, seeds)
+    adapter = load_adapter(spec)
+    code, patches = checkout(spec, papers_dir)
+    interpreter = "injected (tests): " + portable_paths(python) if python else "official venv"
+    python = python or str(venv_python(spec))
+    data_dir = spec.home / "data" / dataset
+    if data_dir.exists():
+        shutil.rmtree(data_dir)
+    data_dir.mkdir(parents=True)
+    try:
+        adapter.prepare(dataset, data_dir, code)
+    except DataError as exc:
+        raise OfficialError(f"{paper}/{dataset}: the adapter cannot read the suite's data: {str(exc).splitlines()[0]}") from None
+    logs = outputs / paper / dataset
+    runs = []
+    for seed in todo:
+        runs.append(run_seed(spec, dataset, plan, seed, python, code, data_dir, logs, adapter))
+        print(f"{paper}/{dataset} seed {seed}: {runs[-1]['metrics']} ({runs[-1]['wall_seconds']} s)", flush=True)
+    names = set(runs[0]["metrics"])
+    if any(set(r["metrics"]) != names for r in runs):
+        raise OfficialParseError(f"{paper}/{dataset}: seeds returned different metric names; see {portable_paths(str(logs))}")
+    env = environment()
+    env["command"] = portable_paths(" ".join(["python -m shared.official", paper, f"dataset={dataset}",
+                                              *([f"seeds={','.join(map(str, seeds))}"] if seeds else [])]))
+    record = {"paper": paper, "dataset": dataset, "model": spec.model, "kind": "authors_code_run",
+              "repository": spec.repository, "commit": spec.commit, "patches": patches, "command": plan.command,
+              "seeds": list(todo), "interpreter": interpreter, "packages": freeze(python), "runs": runs,
+              "aggregate": aggregate([r["metrics"] for r in runs]), "environment": env,
+              "wall_seconds": round(time.perf_counter() - started, 2), "complete": True}
+    narrowed = tuple(todo) != plan.seeds  # a subset of the plan never replaces the committed record
+    target = (logs if narrowed else results / paper / dataset) / OFFICIAL_NAME
+    write_json_atomic(target, record)
+    return target
+
+
+def parse_args(argv: list[str]) -> tuple[str, str | None, list[int] | None]:
+    usage = "usage: python -m shared.official <paper> dataset=<d> [seeds=1,2]"
+    if not argv or "=" in argv[0]:
+        raise OfficialError(usage)
+    values: dict[str, str] = {}
+    for arg in argv[1:]:
+        key, sep, value = arg.partition("=")
+        if not sep or key not in ("dataset", "seeds"):
+            raise OfficialError(f"unknown argument '{arg}'; {usage}")
+        values[key] = value
+    seeds = None
+    if values.get("seeds"):
+        try:
+            seeds = [int(s) for s in values["seeds"].split(",")]
+        except ValueError:
+            raise OfficialError(f"seeds={values['seeds']}: give integers separated by commas, e.g. seeds=1,2") from None
+    return argv[0], values.get("dataset") or None, seeds
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        paper, dataset, seeds = parse_args(sys.argv[1:] if argv is None else argv)
+        path = run(paper, dataset, seeds)
+    except OfficialError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"wrote {portable_paths(str(path))}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
