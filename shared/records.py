@@ -27,10 +27,16 @@ def read_json(path: Path) -> tuple[Any, str | None]:
 def complete_records(folder: Path, pattern: str = "*/*/*.json") -> Iterator[tuple[Path, dict[str, Any]]]:
     """(path, record) of every finished result record matching `pattern` under `folder`, sorted by path: never an
     interrupted run's ``.partial.json``, an official-code record (``is_official``), an unreadable file (the shared
-    report lists those) or a side file."""
+    report lists those) or a side file. A merge naming its missing seeds is finished (``finished``)."""
     for path in sorted(folder.glob(pattern)):
         if path.name.endswith(".partial.json") or is_official(path):
             continue
         record, error = read_json(path)
-        if error is None and isinstance(record, dict) and record.get("complete") is True:
+        if error is None and isinstance(record, dict) and finished(record):
             yield path, record
+
+
+def finished(record: dict[str, Any]) -> bool:
+    """Written whole: a run of every planned seed (``complete``), or a merge (shared.merge --seeds) of the seeds
+    done so far that names the ones still to run (``missing_seeds``; the pages say "seeds [...] still to run")."""
+    return record.get("complete") is True or ("paper" in record and bool(record.get("missing_seeds")))

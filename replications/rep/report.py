@@ -219,7 +219,7 @@ def verdict_table(rows: list[dict[str, Any]], margin: float) -> Table:
               f"[{v['ci95'][0]:+.4f}, {v['ci95'][1]:+.4f}]", v["interval"], v["effect"], v["status"]] for v in rows]
     return Table(["dataset", "model", "base test MRR", "Δ test MRR (REP − base)", "95% interval", "interval over",
                   "effect", "status"], cells,
-                 title="### REP on converged bases: the claim per (dataset, model)",
+                 title="REP on converged bases: the claim per (dataset, model)",
                  note=f"Status of 'improving or maintaining prediction quality': supported when the whole interval "
                       f"lies above −{margin} MRR (a loss smaller than that counts as maintaining; our margin), "
                       f"contradicted when it lies wholly below, else inconclusive.")
