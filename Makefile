@@ -71,10 +71,11 @@ sweep-%: venv
 	$(PY) -m shared.sweep $$(ls -td multirun/*/* | head -1)
 
 # The authors' code at its pinned commit (paper.yaml `official:`), its own venv under the cache, one run per seed:
-# make official-gaga dataset=tolokers [seeds=0,1] -> results/<paper>/<dataset>/official.json (a seeds= subset writes
-# outputs/official/ only), the authors_code_run reference of the paper's model. Offline: OFFICIAL_CODE_DIR=<checkout>.
+# make official-gaga dataset=tolokers [seeds=0,1] [jobs=2] -> results/<paper>/<dataset>/official.json (a seeds= subset
+# writes outputs/official/ only), the authors_code_run reference of the paper's model; jobs: seeds run at once.
+# Offline: OFFICIAL_CODE_DIR=<checkout or bare git dir>.
 official-%: venv
-	$(PY) -m shared.official $* $(if $(dataset),dataset=$(dataset)) $(if $(seeds),seeds=$(seeds))
+	$(PY) -m shared.official $* $(if $(dataset),dataset=$(dataset)) $(if $(seeds),seeds=$(seeds)) $(if $(jobs),jobs=$(jobs))
 
 # Speed and memory benchmarks: replications/<package>/bench.py writes its figures into the committed results/<package>
 # (run by hand, a bench writes under outputs/results/); `make report` renders them into the paper's page.

@@ -111,9 +111,9 @@ def fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fresh_cache: Path) -> 
             "repo": repo, "pinned": pinned, "paper_file": folder / "paper.yaml", "cache": fresh_cache}
 
 
-def go(fake: dict, seeds: list[int] | None = None, dataset: str = DATASET) -> Path:
+def go(fake: dict, seeds: list[int] | None = None, dataset: str = DATASET, jobs: int = 1) -> Path:
     return run(PAPER, dataset, seeds, papers_dir=fake["papers"], results=fake["results"], outputs=fake["outputs"],
-               python=sys.executable)
+               python=sys.executable, jobs=jobs)
 
 
 def official_json(fake: dict) -> Path:
@@ -185,6 +185,20 @@ def test_a_failing_or_unparsable_seed_names_it_and_writes_no_record(fake, monkey
     assert "boom" in (fake["outputs"] / PAPER / DATASET / "seed2.log").read_text() or trigger == "garble"
 
 
+def test_seeds_run_at_once_give_the_same_record_and_a_failure_still_names_its_seed(fake, monkeypatch):
+    record = json.loads(go(fake, jobs=3).read_text())
+    assert [(r["seed"], r["metrics"]["test_acc"]) for r in record["runs"]] == [(1, 62.0), (2, 64.0), (3, 66.0)]
+    assert record["jobs"] == 3 and "jobs=3" in record["environment"]["command"]
+    import fake_official_adapter as adapter
+
+    monkeypatch.setattr(adapter, "prepare", lambda d, data_dir, c: ((data_dir / "base.txt").write_text("10"),
+                                                                    (data_dir / "fail").write_text("1 3")))
+    official_json(fake).unlink()
+    with pytest.raises(OfficialError, match="seed 1: the official command exited 3"):
+        go(fake, jobs=2)
+    assert not official_json(fake).exists()
+
+
 def test_a_timeout_is_an_error_and_an_earlier_record_stays(fake, monkeypatch):
     go(fake)
     before = official_json(fake).read_text()
@@ -247,6 +261,8 @@ def test_the_command_line_fails_in_one_line(capsys):
     assert len(err) == 1 and err[0].startswith("error: unknown paper 'no_such_paper'; valid:")
     assert main(["gaga", "dataset=tolokers", "seeds=a"]) == 2
     assert "seeds=a: give integers" in capsys.readouterr().err
+    assert main(["gaga", "dataset=tolokers", "jobs=0"]) == 2
+    assert "jobs=0: give a positive integer" in capsys.readouterr().err
 
 
 def test_paired_differences_and_agreement_by_hand():

@@ -1,8 +1,8 @@
 """The authors' own code, run at a pinned commit on the suite's data and seeds (issue 28): the
 ``authors_code_run`` reference the suite can produce itself where the published table cannot be read.
 
-``python -m shared.official <paper> dataset=<d> [seeds=1,2]`` (``make official-<paper> dataset=<d>``) reads the
-``official:`` block of replications/<paper>/paper.yaml (repository, pinned commit, adapter module, pinned
+``python -m shared.official <paper> dataset=<d> [seeds=1,2] [jobs=N]`` (``make official-<paper> dataset=<d>``)
+reads the ``official:`` block of replications/<paper>/paper.yaml (repository, pinned commit, adapter module, pinned
 requirements, patch files, the suite model it stands for, and per dataset the seeds, a command and a timeout),
 then:
 
@@ -14,7 +14,7 @@ then:
 3. calls the adapter's ``prepare(dataset, data_dir, checkout)``, which writes the suite's dataset into the layout
    the official code reads (``data_dir`` is a fresh folder in the cache);
 4. runs the command once per seed in the checkout (placeholders {python} {seed} {data_dir} {out_dir}, through
-   bash), its stdout+stderr kept as outputs/official/<paper>/<dataset>/seed<s>.log, and the adapter's
+   bash; ``jobs=N``: N seeds at once), its stdout+stderr kept as outputs/official/<paper>/<dataset>/seed<s>.log, and the adapter's
    ``parse(stdout, out_dir, seed)`` turns what it printed into the suite's metric names and units;
 5. writes ``results/<paper>/<dataset>/official.json`` (atomic) only when every seed succeeded. A narrowed run
    (``seeds=`` a subset of the plan) writes its record beside the logs instead, never over the committed one.

@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -180,9 +181,9 @@ def run_seed(spec: OfficialSpec, dataset: str, plan: DatasetPlan, seed: int, pyt
 
 
 def run(paper: str, dataset: str | None, seeds: list[int] | None = None, *, papers_dir: Path = PAPERS_DIR,
-        results: Path = RESULTS, outputs: Path = REPO_ROOT / LOGS, python: str | None = None) -> Path:
+        results: Path = RESULTS, outputs: Path = REPO_ROOT / LOGS, python: str | None = None, jobs: int = 1) -> Path:
     """Everything above for one dataset; returns the record's path. ``outputs``: where the logs (and a narrowed
-    run's record) go; ``python``: tests only (see the module doc)."""
+    run's record) go; ``jobs``: seeds run at once; ``python``: tests only (see the module doc)."""
     started = time.perf_counter()
     spec = load_spec(paper, papers_dir)
     plan, todo = plan_for(spec, dataset, seeds)
@@ -199,19 +200,33 @@ def run(paper: str, dataset: str | None, seeds: list[int] | None = None, *, pape
     except DataError as exc:
         raise OfficialError(f"{paper}/{dataset}: the adapter cannot read the suite's data: {str(exc).splitlines()[0]}") from None
     logs = outputs / paper / dataset
-    runs = []
-    for seed in todo:
-        runs.append(run_seed(spec, dataset, plan, seed, python, code, data_dir, logs, adapter))
-        print(f"{paper}/{dataset} seed {seed}: {runs[-1]['metrics']} ({runs[-1]['wall_seconds']} s)", flush=True)
+
+    def one(seed: int) -> dict[str, Any]:
+        done = run_seed(spec, dataset, plan, seed, python, code, data_dir, logs, adapter)
+        print(f"{paper}/{dataset} seed {seed}: {done['metrics']} ({done['wall_seconds']} s)", flush=True)
+        return done
+
+    # Seeds are independent runs of the official command; `jobs` > 1 runs that many at once (each its own process,
+    # log and out_dir; each seed's wall time then includes the others' contention, its load_average says how much).
+    # The first failing seed (in seed order) is the error; seeds not yet started are cancelled.
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        futures = [pool.submit(one, seed) for seed in todo]
+        try:
+            runs = [f.result() for f in futures]
+        except BaseException:
+            for f in futures:
+                f.cancel()
+            raise
     names = set(runs[0]["metrics"])
     if any(set(r["metrics"]) != names for r in runs):
         raise OfficialParseError(f"{paper}/{dataset}: seeds returned different metric names; see {portable_paths(str(logs))}")
     env = environment()
     env["command"] = portable_paths(" ".join(["python -m shared.official", paper, f"dataset={dataset}",
-                                              *([f"seeds={','.join(map(str, seeds))}"] if seeds else [])]))
+                                              *([f"seeds={','.join(map(str, seeds))}"] if seeds else []),
+                                              *([f"jobs={jobs}"] if jobs > 1 else [])]))
     record = {"paper": paper, "dataset": dataset, "model": spec.model, "kind": "authors_code_run",
               "repository": spec.repository, "commit": spec.commit, "patches": patches, "command": plan.command,
-              "seeds": list(todo), "interpreter": interpreter, "packages": freeze(python), "runs": runs,
+              "seeds": list(todo), "jobs": max(1, jobs), "interpreter": interpreter, "packages": freeze(python), "runs": runs,
               "aggregate": aggregate([r["metrics"] for r in runs]), "environment": env,
               "wall_seconds": round(time.perf_counter() - started, 2), "complete": True}
     narrowed = tuple(todo) != plan.seeds  # a subset of the plan never replaces the committed record
@@ -220,14 +235,14 @@ def run(paper: str, dataset: str | None, seeds: list[int] | None = None, *, pape
     return target
 
 
-def parse_args(argv: list[str]) -> tuple[str, str | None, list[int] | None]:
-    usage = "usage: python -m shared.official <paper> dataset=<d> [seeds=1,2]"
+def parse_args(argv: list[str]) -> tuple[str, str | None, list[int] | None, int]:
+    usage = "usage: python -m shared.official <paper> dataset=<d> [seeds=1,2] [jobs=N]"
     if not argv or "=" in argv[0]:
         raise OfficialError(usage)
     values: dict[str, str] = {}
     for arg in argv[1:]:
         key, sep, value = arg.partition("=")
-        if not sep or key not in ("dataset", "seeds"):
+        if not sep or key not in ("dataset", "seeds", "jobs"):
             raise OfficialError(f"unknown argument '{arg}'; {usage}")
         values[key] = value
     seeds = None
@@ -236,13 +251,16 @@ def parse_args(argv: list[str]) -> tuple[str, str | None, list[int] | None]:
             seeds = [int(s) for s in values["seeds"].split(",")]
         except ValueError:
             raise OfficialError(f"seeds={values['seeds']}: give integers separated by commas, e.g. seeds=1,2") from None
-    return argv[0], values.get("dataset") or None, seeds
+    jobs = values.get("jobs") or "1"
+    if not jobs.isdigit() or int(jobs) < 1:
+        raise OfficialError(f"jobs={jobs}: give a positive integer (seeds run at once), e.g. jobs=2")
+    return argv[0], values.get("dataset") or None, seeds, int(jobs)
 
 
 def main(argv: list[str] | None = None) -> int:
     try:
-        paper, dataset, seeds = parse_args(sys.argv[1:] if argv is None else argv)
-        path = run(paper, dataset, seeds)
+        paper, dataset, seeds, jobs = parse_args(sys.argv[1:] if argv is None else argv)
+        path = run(paper, dataset, seeds, jobs=jobs)
     except OfficialError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
