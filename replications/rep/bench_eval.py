@@ -2,10 +2,11 @@
 
 Ranks the whole FB15k-237 test set (20,466 triples, head and tail queries: 40,932 filtered ranks against all
 14,541 entities) with each base model at the width its committed recipe trains (conf/model/rep_<model>.yaml),
-embeddings random (the cost does not depend on their values). The L1-distance recipes (TransE, RotatE: no matrix
-product) are timed on the first ``--sample`` and 2 x ``--sample`` test triples and a straight line through the two
-is read at the whole set (labelled ``extrapolated``):
-their full ranking is ~10-100x a dot-product model's on this CPU. Writes ``--out`` (default
+embeddings random (the cost does not depend on their values). L1 TransE runs the fused kernel of l1score.py and is
+timed on the whole set like the dot-product models (``l1_backend`` says which scorer ran; with the cdist fallback it
+is sampled like RotatE). RotatE's L1 (summed complex moduli, no matrix product) and the fallback are timed on the
+first ``--sample`` and 2 x ``--sample`` test triples and a straight line through the two is read at the whole set
+(labelled ``extrapolated``): their full ranking is ~10-100x a dot-product model's on this CPU. Writes ``--out`` (default
 outputs/results/rep/bench_eval.json; REP's page reads results/rep/bench_eval.json) with the command, commit,
 hardware and versions. It runs alone among the project's benchmarks (shared.exclusive lock, waited for) and
 records the 1-minute load average before and after.
@@ -23,6 +24,7 @@ import torch
 from replications.rep import REPLICATION, hparams, score_fn
 from replications.rep.budget import compose, run_of
 from replications.rep.evaluate import filtered_metrics
+from replications.rep.l1score import backend
 from shared.atomic import write_json_atomic
 from shared.exclusive import exclusive
 from shared.paths import HAND_RUNS
@@ -62,7 +64,8 @@ def measure(args: argparse.Namespace) -> list[dict]:
         cfg = compose("fb15k_237", name, [] if args.dim is None else [f"model.dim={args.dim}"])
         torch.manual_seed(0)
         model = REPLICATION.build_model(run_of(cfg), data)
-        sampled = getattr(model, "distance", "l2") == "l1" and model.kind in ("transe", "rotate")
+        l1 = getattr(model, "distance", "l2") == "l1" and model.kind in ("transe", "rotate")
+        sampled = l1 and (model.kind == "rotate" or backend() != "kernel")
         sizes = (args.sample, 2 * args.sample) if sampled else (len(data.test),)
         best = {}
         with torch.no_grad():
@@ -79,6 +82,7 @@ def measure(args: argparse.Namespace) -> list[dict]:
         else:
             times = [best[sizes[0]]]
         row = {"model": name, "dim": hparams(cfg)["dim"], "distance": getattr(model, "distance", None),
+               "l1_backend": backend() if l1 and model.kind == "transe" else None,
                "queries": 2 * len(data.test), "timed_seconds": {str(n): round(t, 2) for n, t in best.items()},
                "how": (f"extrapolated: a straight line in #triples through the first {sizes[0]} and {sizes[1]} test "
                        "triples" if sampled else f"measured, best of {args.repeats}"),
