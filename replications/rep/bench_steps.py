@@ -6,12 +6,15 @@ recipe's step count: the CPU hours a full training of that recipe costs on this 
 evaluation. It says nothing about the MRR reached (results/rep/budget/ does, for the recipe it measures).
 Writes ``--out`` (default outputs/results/rep/bench_steps.json; REP's page reads results/rep/bench_steps.json)
 with the command, commit, hardware and versions. It runs alone among the project's benchmarks (shared.exclusive
-lock, waited for) and records the 1-minute load average before and after.
+lock, waited for) and records the 1-minute load average before and after. ``--update`` re-measures only the rows
+asked for (``--datasets`` x ``--models``) in an existing ``--out``: each new row carries its own provenance
+(``measured``: command, commit, steps, load, CPU) and the file's top-level record stays that of the other rows.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import time
 from pathlib import Path
@@ -25,7 +28,7 @@ from replications.rep.train import fit_recipe
 from shared.atomic import write_json_atomic
 from shared.exclusive import exclusive
 from shared.paths import HAND_RUNS
-from shared.runinfo import environment
+from shared.runinfo import environment, git_state
 
 OUT = HAND_RUNS / "rep" / "bench_steps.json"  # the committed one: --out results/rep/bench_steps.json
 
@@ -37,15 +40,38 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--models", default="transe,distmult,complex,rotate")
     ap.add_argument("--override", action="append", default=[], help="a Hydra override (smoke tests)")
     ap.add_argument("--out", default=str(OUT))
+    ap.add_argument("--update", action="store_true", help="replace only the measured rows of an existing --out")
     args = ap.parse_args(argv)
+    if args.update and not Path(args.out).is_file():
+        raise SystemExit(f"--update needs an existing --out file; {args.out} is absent (drop --update to write it)")
+    git = git_state()  # the code that runs, before anything else can change the checkout
     with exclusive() as alone:  # no other benchmark of the project times at the same time
         rows = measure(args)
+    if args.update:
+        update(Path(args.out), rows, args, alone, git)
+        print(f"updated {len(rows)} row(s) of {args.out}")
+        return 0
     write_json_atomic(Path(args.out), {"what": "CPU time per optimiser step of each committed base recipe, one thread",
                                        "steps_timed": args.steps, "rows": rows,
         "load_average_1_5_15min": os.getloadavg(), "semaphore": alone["how"], "exclusive": alone,
-        **environment()})
+        **environment(git)})
     print(f"wrote {args.out}")
     return 0
+
+
+def update(out: Path, rows: list[dict], args: argparse.Namespace, alone: dict, git: dict) -> None:
+    """Replace the (dataset, model) rows just measured in ``out``, each with its own provenance."""
+    old = json.loads(out.read_text())
+    env = environment(git)
+    stamp = {"command": env["command"], "git_commit": env["git_commit"], "git_dirty": env["git_dirty"],
+             "steps_timed": args.steps, "cpu": env["hardware"]["cpu"], "versions": env["versions"],
+             "load_average_1_5_15min": os.getloadavg(), "exclusive": alone}
+    new = {(r["dataset"], r["model"]): r | {"measured": stamp} for r in rows}
+    measured = [list(k) for k in new]
+    merged = [new.pop((r["dataset"], r["model"]), r) for r in old["rows"]] + list(new.values())  # in place, new last
+    updates = old.get("updated_rows", []) + [{"rows": measured, "command": env["command"],
+                                              "git_commit": env["git_commit"]}]
+    write_json_atomic(out, old | {"rows": merged, "updated_rows": updates})
 
 
 def measure(args: argparse.Namespace) -> list[dict]:
