@@ -18,7 +18,7 @@ import numpy as np
 import yaml
 from scipy import stats
 
-from replications.evomoe import speedup
+from replications.evomoe import charreport, speedup
 from shared.paper_report import Claim, Figure, PaperReport, PaperResults, Table
 from shared.verdict import CONTRADICTED, INCONCLUSIVE, NOT_RUN, NOT_TESTABLE, SUPPORTED, direction_status, sign_status
 
@@ -207,8 +207,10 @@ def plot(records: dict[str, dict[str, Any]]) -> Any:
     return fig
 
 
-def build(results: PaperResults, floor: Floor = bigram_floor) -> PaperReport | None:
-    """The page from the WikiText-2 records (None without any); ``floor`` gives the bigram's perplexities."""
+def build(results: PaperResults, floor: Floor = bigram_floor,
+          char_floor: charreport.Floor = charreport.bigram_floor) -> PaperReport | None:
+    """The page from the WikiText-2 records (None without any), then the Tiny Shakespeare part where it has
+    records (charreport.py); ``floor`` / ``char_floor`` give the bigrams' perplexities / validation loss."""
     found = results.models(DATASET)
     records = {m: found[m] for m in ORDER if m in found}
     if not records:
@@ -239,4 +241,8 @@ def build(results: PaperResults, floor: Floor = bigram_floor) -> PaperReport | N
                       dpi=120)]
     data = {"checks": checks, "bigram": bigram, "testable": testable(records, bigram),
             "steps_to_switch": None if steps is None else {"target": steps[0], "rows": steps[1]}}
+    chars = {m: r for m, r in ((m, results.models(charreport.DATASET).get(m)) for m in ORDER) if r is not None}
+    if chars:
+        more, data[charreport.DATASET] = charreport.blocks(chars, paired_checks, PAPER, char_floor)
+        blocks += more
     return PaperReport(blocks=blocks, claims=claims, data=data)
