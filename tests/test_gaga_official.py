@@ -153,3 +153,26 @@ def test_the_page_pairs_the_official_run_split_by_split(tmp_path, suite, splits,
     # The gaga row's reference is the official run (authors_code_run), read from official.json in this root.
     (gaga_row,) = [r for r in page.data["datasets"]["tolokers"] if r["model"] == "gaga"]
     assert gaga_row["reference_auc"] == "80.00 ± 1.00 (authors_code_run)"
+
+
+def test_the_grouping_check_finds_equal_and_corrupted_official_sequences(tmp_path, monkeypatch):
+    from replications.gaga import official_check
+    from replications.gaga.grouping import group_ids, group_sequences
+
+    graph = toy_graph()  # two splits; the check recomputes the suite's grouping for every split it finds files of
+    monkeypatch.setattr(official_check.gdata, "load", lambda name, normalize: graph)
+    train, val, test = graph.split(0)
+    folder = tmp_path / "seq_data" / "tolokers"
+    folder.mkdir(parents=True)
+    seq = group_sequences(list(graph.relations.values()), graph.x, group_ids(graph.y, train), hops=2)
+    name = f"{official.TRAIN_SIZE}_{official.VAL_SIZE}_0"
+    seq.astype(np.float32).tofile(folder / f"tolokers_no_grp_norm_norm_feat_2_{name}.npy")  # a raw memmap, as official
+    np.savez(folder / f"tolokers_infos_{name}.npz", train_nid=train, val_nid=val, test_nid=test)
+    rows = official_check.check(tmp_path)
+    assert rows == [{"split": 0, "same_node_ids": True, "max_abs_difference": 0.0},
+                    {"split": 1, "missing": "tolokers_no_grp_norm_norm_feat_2_0.5_0.25_1.npy"}]
+    assert official_check.main([str(tmp_path)]) == 1
+    (seq + np.float32(0.01)).astype(np.float32).tofile(folder / f"tolokers_no_grp_norm_norm_feat_2_{name}.npy")
+    np.savez(folder / f"tolokers_infos_{name}.npz", train_nid=val, val_nid=train, test_nid=test)
+    (row, _) = official_check.check(tmp_path)
+    assert row["max_abs_difference"] == pytest.approx(0.01, rel=1e-3) and row["same_node_ids"] is False
