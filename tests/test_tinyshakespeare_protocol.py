@@ -139,3 +139,14 @@ def test_smoke_run_on_the_mirror_matches_its_golden_values(tmp_path: Path, fresh
     assert agg["valid_loss"]["mean"] < math.log(65)  # 10 steps already beat a uniform guess over 65 characters
     check_golden("evomoe", f"{record['dataset']}/{record['model']}",
                  {m: a["mean"] for m, a in agg.items() if m != "train_tokens_per_s"})  # a timing, not golden
+
+
+def test_make_replicate_narrowed_to_the_dataset_plans_every_arm():
+    from replications.replicate import plan_configs
+
+    plan = plan_configs("evomoe", ["dataset=tinyshakespeare"])
+    assert [(d, c.model.name) for d, _, c in plan] == [("tinyshakespeare", m) for m in
+                                                     ("evomoe", "dense", "switch", "gshard", "hash", "base")]
+    assert all(c.paper.protocol.batches == "random" and c.paper.protocol.seeds == [1, 2, 3] for _, _, c in plan)
+    smoke = plan_configs("evomoe", ["dataset=tinyshakespeare", "scale=smoke"])
+    assert all(c.scale.max_epochs == 10 and c.model.ffn_hidden == 64 for _, _, c in smoke)  # the paper's smoke block
