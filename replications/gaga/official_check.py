@@ -1,9 +1,9 @@
 """Compare the official group aggregation with the suite's, split by split, after `make official-gaga dataset=tolokers`.
 
 The official graph2seq_mp.py leaves its sequences (a float32 memmap per split) and dataset_split.py its node ids in
-the prepared data folder (<cache>/official/gaga-<commit[:12]>/data/tolokers/seq_data/tolokers/). This recomputes
-both with the suite's code (replications.gaga.grouping on the suite's split i) and prints, per split, whether the
-node ids are the same and the largest absolute difference of the sequences:
+seq_data/tolokers of the prepared data folder (data/tolokers in the official home, <cache>/official/gaga-<commit>).
+This recomputes both with the suite's code (replications.gaga.grouping on the suite's split i) and prints, per split,
+whether the node ids are the same and the largest absolute difference of the sequences:
 
     python -m replications.gaga.official_check [DATA_DIR]
 
