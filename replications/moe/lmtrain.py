@@ -122,7 +122,7 @@ def random_batch(data: Tensor, batch_size: int, seq_len: int, gen: torch.Generat
 
 def train_step(model: GPT, optimizer: torch.optim.Optimizer, x: Tensor, y: Tensor, step: int, steps: int, p,
                aux_weight: float, precision_ctx=None) -> tuple[Tensor, Tensor]:
-    """One optimiser step of the protocol: the step's learning rate (`lr_at`), loss = NLL + aux_weight * aux,
+    """One optimiser step of the protocol: the step's learning rate (`step_lr`), loss = NLL + aux_weight * aux,
     backward, gradient clipping at p.clip_norm, step. `p` is the paper's protocol block (lr, warmup_steps,
     clip_norm); `precision_ctx` an `autocast(...)` context for the forward. Returns (nll, aux), not detached."""
     for group in optimizer.param_groups:
@@ -158,7 +158,8 @@ def fit_loop(cfg, model: GPT, train: Tensor, valid: Tensor, log, *, precision: s
     batches = p.get("batches", "sequential")
     if batches not in ("sequential", "random"):
         raise ValueError(f"unknown batches '{batches}'; valid: sequential, random")
-    data = batchify(train, p.batch_size).to(device) if batches == "sequential" else train.to(device)
+    # random windows are gathered on the CPU (the generator's device) and moved per step, as nanoGPT does
+    data = batchify(train, p.batch_size).to(device) if batches == "sequential" else train
     gen = torch.Generator().manual_seed(seed)
     betas = tuple(p.get("betas") or (0.9, 0.98))
     optimizer = torch.optim.AdamW(param_groups(model, p.weight_decay, p.get("decay", "all")), lr=p.lr, betas=betas,
