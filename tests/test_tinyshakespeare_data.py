@@ -42,3 +42,12 @@ def test_official_file_gives_nanogpts_split_and_ids(fresh_cache):
     assert (corpus.train.numel(), corpus.valid.numel()) == (1003854, 111540)  # prepare.py's printed counts
     text = (Path(os.environ["REPLICATIONS_MIRROR"]) / "tinyshakespeare" / "input.txt").read_text()
     assert "".join(corpus.vocab[i] for i in corpus.valid[:40].tolist()) == text[1003854:1003894]
+
+
+def test_a_paper_refuses_a_corpus_it_does_not_list():
+    from replications.moe import corpora
+
+    with pytest.raises(ValueError, match="ta_moe has no loader for dataset 'tinyshakespeare'; valid: wikitext2"):
+        corpora.load_for("tinyshakespeare", "ta_moe", ["wikitext2"])
+    with pytest.raises(ValueError, match="valid: wikitext2, tinyshakespeare"):
+        corpora.load_for("wikitext103", "evomoe", ["wikitext2", "tinyshakespeare"])
