@@ -3,8 +3,10 @@
 # time on one torch thread (a 2-core machine). Hand runs into outputs/rep-converged/ (git-ignored), never results/.
 # Resumable: a job cut short checkpoints every checkpoint_minutes under $REPLICATIONS_CACHE/rep_embeddings and
 # rerunning this script continues it bit-identically; a finished job's embeddings are cached, so it reloads in
-# seconds. Usage, from anywhere: bash replications/rep/converged.sh [SEED]   (log: outputs/rep-converged/<d>_<m>.log)
-# Measured (seed 1, one thread): ComplEx FB15k-237 stopped on patience at epoch 27.5 after 53 min.
+# seconds. Each seed writes outputs/rep-converged/seed<S>/; every finished job is then merged with the seeds
+# already there into results/rep/<d>/<m>.json (shared.merge: the record names the protocol seeds still missing).
+# Usage, from anywhere: bash replications/rep/converged.sh [SEED]   (log: outputs/rep-converged/<d>_<m>.log)
+# Measured (seed 1, one thread): ComplEx FB15k-237 stopped on patience at epoch 27.5 after 58 min of training.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 seed=${1:-1}
@@ -16,7 +18,9 @@ for spec in "fb15k_237 rep_complex" "wn18rr rep_complex" "fb15k_237 rep_distmult
   log=outputs/rep-converged/$1_$2.log
   echo "== $(date -Is) start $1 $2 seed $seed" >> "$log"
   status=0
-  "$py" -m replications paper=rep "dataset=$1" "model=$2" "seed=$seed" paths.results_dir=outputs/rep-converged \
-      tracker=none >> "$log" 2>&1 || status=$?
+  "$py" -m replications paper=rep "dataset=$1" "model=$2" "seed=$seed" \
+      "paths.results_dir=outputs/rep-converged/seed$seed" tracker=none >> "$log" 2>&1 || status=$?
   echo "== $(date -Is) exit $status $1 $2" >> "$log"
 done
+# every finished seed of every job so far, one record per (dataset, model); unfinished jobs leave theirs as they are
+"$py" -m shared.merge --roots results outputs/rep-converged/seed*
