@@ -39,7 +39,7 @@ def base_label(record: dict[str, Any]) -> str:
     runs = record["runs"]
     if converged(record):
         return "converged: best val at epoch " + ", ".join(f"{r['train']['best_epoch']:.1f}" for r in runs)
-    hp = (record["config"]["model"].get("per_dataset") or {}).get(record["dataset"], {})
+    hp = ((record.get("config") or {}).get("model", {}).get("per_dataset") or {}).get(record["dataset"], {})
     return f"toy: dim {hp.get('dim', '?')}, {runs[0]['train'].get('steps', '?')} steps"
 
 
