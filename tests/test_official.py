@@ -43,6 +43,7 @@ MAIN = textwrap.dedent("""\
     if (data / "sleep").exists():
         time.sleep(30)
     base = float((data / "base.txt").read_text())
+    time.sleep(0.5)  # "training": long enough for the runner's 0.2 s memory sampling to see this process
     print(f"epoch 1 loss 0.5\\nRESULT seed={seed} acc={base + 50 + seed * SCALE:.4f}")
     """)
 ADAPTER = textwrap.dedent("""\
@@ -134,7 +135,8 @@ def test_the_whole_path_writes_a_record_at_the_pinned_commit_with_the_patch(fake
     assert len(record["patches"][0]["sha256"]) == 64
     assert record["interpreter"].startswith("injected (tests)")
     assert any(line.startswith("pytest==") for line in record["packages"])
-    assert all(r["wall_seconds"] >= 0 and r["peak_memory_mb"] > 0 for r in record["runs"])
+    # main.py's own peak (a bare python, ~10 MB), not this test process's (torch imported: hundreds of MB)
+    assert all(r["wall_seconds"] >= 0 and 1 < r["peak_memory_mb"] < 100 for r in record["runs"])
     assert record["environment"]["hardware"]["cpu"] and "seeds" not in record["environment"]["command"]
     for seed in (1, 2, 3):  # each seed's output is kept as its log
         assert f"RESULT seed={seed}" in (fake["outputs"] / PAPER / DATASET / f"seed{seed}.log").read_text()

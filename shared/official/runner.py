@@ -24,7 +24,7 @@ from shared.official import OfficialError, OfficialParseError
 from shared.official.spec import DatasetPlan, OfficialSpec, load_spec, plan_for
 from shared.paths import PAPERS_DIR, REPO_ROOT, RESULTS
 from shared.records import OFFICIAL_NAME
-from shared.runinfo import environment, portable_paths
+from shared.runinfo import environment, git_state, portable_paths
 from shared.stats import aggregate
 
 LOGS = Path("outputs") / "official"  # per-seed logs, relative to the checkout (git-ignored: /outputs/)
@@ -126,27 +126,46 @@ def load_adapter(spec: OfficialSpec) -> ModuleType:
     return module
 
 
+def session_peak_mb(session: int) -> float:
+    """The largest VmHWM (peak resident set, MB) among the live processes of process group `session` (Linux /proc;
+    0 elsewhere). Read per process after its exec: a child's wait4 ru_maxrss would count the RSS of this runner
+    (torch imported, ~500 MB) that it was forked from, so that is not used."""
+    peak = 0.0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            if int(stat.read_text().rsplit(")", 1)[1].split()[2]) != session:  # field 5, pgrp (after the comm)
+                continue
+            for line in (stat.parent / "status").read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    peak = max(peak, int(line.split()[1]) / 1024)
+        except (OSError, ValueError, IndexError):  # a process that ended meanwhile
+            continue
+    return peak
+
+
 def run_command(command: str, cwd: Path, log: Path, timeout_s: float) -> tuple[int | None, float, float]:
     """Run `command` through bash in `cwd`, stdout+stderr to `log`; (exit code or None on timeout, wall seconds,
-    peak RSS in MB of the command and its descendants, from wait4's own rusage: this child alone)."""
+    peak RSS in MB: the largest single process of the command's session, sampled every 0.2 s)."""
     log.parent.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
+    peak = 0.0
     with open(log, "wb") as out:
         proc = subprocess.Popen(["bash", "-c", command], cwd=cwd, stdout=out, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True)
         code: int | None = None
         while True:
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            peak = max(peak, session_peak_mb(proc.pid))
+            pid, status, _ = os.wait4(proc.pid, os.WNOHANG)
             if pid:
                 code = os.waitstatus_to_exitcode(status)
                 break
             if time.perf_counter() - start > timeout_s:
                 os.killpg(proc.pid, signal.SIGKILL)  # the whole session: bash and whatever it started
-                _, _, usage = os.wait4(proc.pid, 0)
+                os.wait4(proc.pid, 0)
                 break
             time.sleep(0.2)
         proc.returncode = code if code is not None else -9  # reaped above; keep Popen from waiting again
-    return code, round(time.perf_counter() - start, 2), round(usage.ru_maxrss / 1024, 1)
+    return code, round(time.perf_counter() - start, 2), round(peak, 1)
 
 
 def fill(command: str, **values: Any) -> str:
@@ -185,6 +204,7 @@ def run(paper: str, dataset: str | None, seeds: list[int] | None = None, *, pape
     """Everything above for one dataset; returns the record's path. ``outputs``: where the logs (and a narrowed
     run's record) go; ``jobs``: seeds run at once; ``python``: tests only (see the module doc)."""
     started = time.perf_counter()
+    git = git_state()  # at the start: a commit made while the seeds run is not credited with them
     spec = load_spec(paper, papers_dir)
     plan, todo = plan_for(spec, dataset, seeds)
     adapter = load_adapter(spec)
@@ -220,7 +240,7 @@ def run(paper: str, dataset: str | None, seeds: list[int] | None = None, *, pape
     names = set(runs[0]["metrics"])
     if any(set(r["metrics"]) != names for r in runs):
         raise OfficialParseError(f"{paper}/{dataset}: seeds returned different metric names; see {portable_paths(str(logs))}")
-    env = environment()
+    env = environment(git=git)
     env["command"] = portable_paths(" ".join(["python -m shared.official", paper, f"dataset={dataset}",
                                               *([f"seeds={','.join(map(str, seeds))}"] if seeds else []),
                                               *([f"jobs={jobs}"] if jobs > 1 else [])]))
