@@ -10,6 +10,7 @@ import pytest
 from replications.gaga import REPLICATION, report
 from shared.merge import job_records, merge_records, merge_roots
 from shared.paper_report import PaperResults
+from shared.paths import REPO_ROOT
 from shared.report import write_paper_pages
 from shared.stats import aggregate
 
@@ -35,7 +36,9 @@ def test_merge_matches_aggregate_and_orders_seeds():
     assert [r["seed"] for r in out["runs"]] == [0, 1, 2]
     assert out["aggregate"] == aggregate([{"test_auc": 70.0}, {"test_auc": 75.0}, {"test_auc": 80.0}])
     assert out["wall_seconds"] == 6.0 and out["peak_memory_mb"] == 12.0 and out["config"]["seed"] is None
-    assert out["comparison"][0]["status"] == "no reference"
+    # GAGA's one Tolokers reference is the official code's run (results/gaga/tolokers/official.json), when committed
+    official = REPO_ROOT / "results" / "gaga" / "tolokers" / "official.json"
+    assert out["comparison"][0]["reference_kind"] == ("authors_code_run" if official.exists() else None)
     assert out["complete"] and out["missing_seeds"] == []
 
 
