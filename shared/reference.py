@@ -11,8 +11,9 @@ kind. A paper declares it where its references are all of one sort (e.g. converg
 different teams) and the more demanding one is the bar.
 
 Official-code records (results/<paper>/<dataset>/official.json, written by ``python -m shared.official``) are
-references too: ``load_paper`` adds one ``authors_code_run`` entry per metric of each (mean, std, n over its
-seeds), which replaces any hand-copied ``authors_code_run`` entry of the same dataset, model and metric.
+references too: ``load_paper`` adds one ``authors_code_run`` entry per metric of each that the paper declares a
+tolerance for (mean, std, n over its seeds), which replaces any hand-copied ``authors_code_run`` entry of the same
+dataset, model and metric.
 """
 
 from __future__ import annotations
@@ -70,7 +71,12 @@ def load_paper(path: Path, results_root: Path | None = None) -> dict[str, Any]:
     folder = Path(path).resolve().parent
     if results_root is None and folder.parent == PAPERS_DIR:
         results_root = RESULTS
-    return with_official(paper, official_references(results_root, folder.name)) if results_root else paper
+    if not results_root:
+        return paper
+    # Only metrics the paper judges (a declared tolerance): an official record also holds e.g. validation scores or
+    # best epochs, kept in the record but no reference (a known reference without a tolerance is an error).
+    judged = [e for e in official_references(results_root, folder.name) if e["metric"] in paper["tolerances"]]
+    return with_official(paper, judged)
 
 
 def official_references(results_root: Path, paper: str) -> list[dict[str, Any]]:
