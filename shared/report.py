@@ -8,7 +8,8 @@ Writes, all atomically, in this order:
 3. results/README.md (first screen: each paper's central claims and numbers with their status; then every
    number that has a reference, and the claims in full), results/index.html (the same, plots inline),
    results/<paper>/RESULTS.md (every metric) with its reproduced_vs_reported.png, and results/index.json/.csv.
-Only ``"complete": true`` full-scale files reach the shared tables; partial ones are listed as unfinished.
+Only finished full-scale files (``"complete": true``, or a merge naming its missing seeds) reach the shared tables;
+partial ones are listed as unfinished.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from typing import Any
 
 from shared.metric_ranges import check_record
 from shared.paper_report import CLAIMS_NAME, Claim
-from shared.records import is_official, read_json
+from shared.records import finished, is_official, read_json
 from shared.reference import load_paper, recompare
 from shared.verdict import NO_REFERENCE, NOT_REPRODUCED, REPRODUCED, checked
 
@@ -100,7 +100,7 @@ def scan(root: Path) -> tuple[list[dict[str, Any]], list[str], list[str]]:
             unreadable.append(f"{rel}: {error}")
         elif not isinstance(record, dict) or "complete" not in record:
             continue  # a side file (e.g. <model>.details.json), not a result record
-        elif record["complete"] is not True:
+        elif not finished(record):  # a merge naming its missing seeds is finished (shared.records.finished)
             if path.name.endswith(".partial.json"):
                 unfinished.append(f"{rel}: {len(record.get('runs', []))} of {_planned_seeds(record)} seeds done")
         elif record.get("scale") == "full":
