@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from shared.paper_report import Claim
 from shared.reference import KINDS, NO_REFERENCE, NOT_REPRODUCED, REPRODUCED
 from shared.report_data import PaperSection, Report, Row
-from shared.verdict import NOT_TESTABLE, TONE
+from shared.verdict import NOT_RUN, NOT_TESTABLE, TONE
 
 DASH = "—"
 INTRO = (
@@ -167,9 +167,11 @@ def _row_verdict(row: Row) -> Verdict:
 
 
 def central_claims(section: PaperSection) -> list[Claim]:
-    """Every claim testable here; a paper whose claims are all untestable keeps its first (it still has a say)."""
+    """Every claim testable here (a claim not run yet only where none has a verdict: it has no evidence to show);
+    a paper whose claims are all untestable keeps its first (it still has a say)."""
     testable = [c for c in section.claims if c.status != NOT_TESTABLE]
-    return testable or section.claims[:1]
+    judged = [c for c in testable if c.status != NOT_RUN]
+    return judged or testable or section.claims[:1]
 
 
 def verdicts(section: PaperSection) -> list[Verdict]:

@@ -45,8 +45,13 @@ def test_toy_bases_are_never_judged() -> None:
 def test_gain_loss_and_small_loss_per_model() -> None:
     page = report.build(results(TOY, trained("complex", 0.002, 0.001, 0.003), trained("distmult", -0.015, -0.02, -0.01),
                                 trained("rotate", -0.003, -0.008, 0.002)))
-    got = claims_of(page)
-    assert got[f"{report.yaml.safe_load(report.PAPER.read_text())['claims'][0]['text']}: complex on fb15k_237"] == SUPPORTED
+    # one claim over the converged bases: one of them contradicts it
+    assert list(claims_of(page).values()) == [CONTRADICTED]
+    assert "complex fb15k_237 +0.0020 [+0.0010, +0.0030] (improves)" in page.claims[0].evidence
+    assert page.claims[0].interval == (-0.02, -0.01)  # the base closest to contradicting it
+    mixed = report.build(results(trained("complex", 0.002, 0.001, 0.003), trained("rotate", -0.003, -0.008, 0.002)))
+    assert list(claims_of(mixed).values()) == [INCONCLUSIVE]
+    assert list(claims_of(report.build(results(trained("complex", 0.0, -0.001, 0.001)))).values()) == [SUPPORTED]
     by_model = {v["model"]: v for v in page.data["rep_on_converged_bases"]}
     assert (by_model["complex"]["effect"], by_model["complex"]["status"]) == ("improves", SUPPORTED)
     assert (by_model["distmult"]["effect"], by_model["distmult"]["status"]) == ("hurts", CONTRADICTED)

@@ -18,6 +18,7 @@ import yaml
 from omegaconf import OmegaConf
 
 from shared import tracking
+from shared.records import complete_records
 
 ROOT = Path(__file__).resolve().parents[1]
 GIT = {"git_commit": "abcdef0123456789", "git_dirty": False}
@@ -25,13 +26,10 @@ NOT_A_SCALAR = (bool, type(None))
 
 
 def committed_record(paper: str) -> dict[str, Any] | None:
-    """The paper's first complete committed record with a comparison (sorted paths: the same one every time)."""
-    for path in sorted((ROOT / "results" / paper).glob("*/*.json")):
-        try:
-            record = json.loads(path.read_text())
-        except (OSError, ValueError):
-            continue
-        if isinstance(record, dict) and record.get("complete") and record.get("aggregate") and record.get("runs"):
+    """The paper's first complete committed record with a comparison (sorted paths: the same one every time);
+    never an official-code record (shared.records reads result records one way for every reader)."""
+    for _, record in complete_records(ROOT / "results" / paper, "*/*.json"):
+        if record.get("complete") is True and record.get("aggregate") and record.get("runs"):
             return record
     return None
 

@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 
 from shared.paper_report import Claim, Figure, PaperReport, PaperResults, Table
-from shared.verdict import NOT_RUN, NOT_TESTABLE, direction_status, sign_status
+from shared.verdict import CONTRADICTED, INCONCLUSIVE, NOT_RUN, NOT_TESTABLE, SUPPORTED, direction_status, sign_status
 
 PAPER = Path(__file__).with_name("paper.yaml")
 METRICS = ("mrr", "hits1", "hits3", "hits10")
@@ -259,19 +259,21 @@ def claim_check(results: PaperResults, claims: list[dict[str, Any]], records: li
 
 
 def converged_claims(c: dict[str, Any], base: dict[str, Any], records: list[dict[str, Any]]) -> list[Claim]:
+    """One claim over every converged base: contradicted if any base contradicts it, supported if every one
+    supports it, else inconclusive; each base's own verdict and interval are in the page's verdict table."""
     verdicts = verdict_rows(records, c["margin"])
     if not verdicts:
         return [Claim(**base, status=NOT_RUN, evidence=c["not_run"])]
-    out = []
-    for v in verdicts:
-        low, high = v["ci95"]
-        out.append(Claim(**{**base, "text": f"{base['text']}: {v['model']} on {v['dataset']}"}, status=v["status"],
-                         unit="test MRR (REP − base)", effect=round(v["delta"], 4),
-                         interval=(round(low, 4), round(high, 4)),
-                         evidence=f"{v['effect']}: Δ test MRR {v['delta']:+.4f}, 95% interval [{low:+.4f}, {high:+.4f}] "
-                                  f"{v['interval']}, on a base at test MRR {v['base_test_mrr']:.3f}",
-                         scale=f"{v['seeds']} of 3 seeds" if v["seeds"] < 3 else ""))
-    return out
+    statuses = {v["status"] for v in verdicts}
+    status = CONTRADICTED if CONTRADICTED in statuses else SUPPORTED if statuses == {SUPPORTED} else INCONCLUSIVE
+    worst = min(verdicts, key=lambda v: v["ci95"][0])  # the base closest to contradicting it
+    parts = [f"{v['model']} {v['dataset']} {v['delta']:+.4f} [{v['ci95'][0]:+.4f}, {v['ci95'][1]:+.4f}] ({v['effect']})"
+             for v in verdicts]
+    seeds = sorted({v["seeds"] for v in verdicts})
+    return [Claim(**base, status=status, unit="test MRR (REP − base), the lowest interval",
+                  effect=round(worst["delta"], 4), interval=(round(worst["ci95"][0], 4), round(worst["ci95"][1], 4)),
+                  evidence=f"{len(verdicts)} converged base(s), Δ test MRR with 95% interval: " + "; ".join(parts),
+                  scale=f"{', '.join(map(str, seeds))} of 3 seeds; toy bases not judged")]
 
 
 def wikikg2_claim(c: dict[str, Any], base: dict[str, Any], results: PaperResults) -> Claim:
