@@ -54,21 +54,28 @@ class KG:
         return torch.cat([self.train, self.valid, self.test])
 
 
+def read_split(path: Path) -> list[tuple[str, str, str]]:
+    """The (head, relation, tail) names of one ``head<TAB>relation<TAB>tail`` file, blank lines skipped."""
+    rows = []
+    for lineno, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        parts = line.split("\t")
+        if len(parts) != 3:
+            raise DataError(f"{path}:{lineno}: expected 3 tab-separated fields, got {len(parts)}")
+        h, r, t = (p.strip() for p in parts)
+        rows.append((h, r, t))
+    return rows
+
+
 def parse_triples(paths: dict[str, Path]) -> tuple[dict[str, torch.Tensor], int, int]:
-    """Read ``head<TAB>relation<TAB>tail`` files; ids in order of first appearance (train, valid, test)."""
+    """Read the split files (``read_split``); ids in order of first appearance (train, valid, test)."""
     ent: dict[str, int] = {}
     rel: dict[str, int] = {}
     out = {}
     for split in SPLITS:
-        rows = []
-        for lineno, line in enumerate(paths[split].read_text().splitlines(), 1):
-            if not line.strip():
-                continue
-            parts = line.split("\t")
-            if len(parts) != 3:
-                raise DataError(f"{paths[split]}:{lineno}: expected 3 tab-separated fields, got {len(parts)}")
-            h, r, t = (p.strip() for p in parts)
-            rows.append((ent.setdefault(h, len(ent)), rel.setdefault(r, len(rel)), ent.setdefault(t, len(ent))))
+        rows = [(ent.setdefault(h, len(ent)), rel.setdefault(r, len(rel)), ent.setdefault(t, len(ent)))
+                for h, r, t in read_split(paths[split])]
         if not rows:
             raise DataError(f"{paths[split]} holds no triples")
         out[split] = torch.tensor(rows, dtype=torch.long)

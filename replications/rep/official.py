@@ -32,23 +32,9 @@ TRAIN = {"loss": "train_loss", "positive_sample_loss": "train_positive_loss",
          "negative_sample_loss": "train_negative_loss", "regularization": "train_regularization"}
 
 
-def read_split(path: Path) -> list[tuple[str, str, str]]:
-    """The (head, relation, tail) names of one split file, as replications.rep.data.parse_triples reads them."""
-    rows = []
-    for lineno, line in enumerate(path.read_text().splitlines(), 1):
-        if not line.strip():
-            continue
-        parts = line.split("\t")
-        if len(parts) != 3:
-            raise DataError(f"{path}:{lineno}: expected 3 tab-separated fields, got {len(parts)}")
-        h, r, t = (p.strip() for p in parts)
-        rows.append((h, r, t))
-    return rows
-
-
 def write_official_layout(paths: dict[str, Path], data_dir: Path) -> tuple[dict[str, int], dict[str, int]]:
     """Write the five files of run.py's --data_path; returns (entity ids, relation ids), the suite's."""
-    splits = {s: read_split(paths[s]) for s in kgdata.SPLITS}
+    splits = {s: kgdata.read_split(paths[s]) for s in kgdata.SPLITS}
     ent: dict[str, int] = {}
     rel: dict[str, int] = {}
     for rows in splits.values():
