@@ -59,9 +59,10 @@ def test_same_seed_same_embeddings() -> None:
 
 
 def test_subsampling_weights_hand_case() -> None:
-    # (0, 0) appears twice as (h, r); tail 1 appears once with r=0, tail 2 once.
+    # (0, 0) appears twice as (h, r); tail 1 appears once with r=0, tail 2 once. The official count_frequency:
+    # count[(0, 0)] = 4 then 5; count[(1, -1)] = count[(2, -1)] = 4 -> weight 1/sqrt(5 + 4) for both triples.
     w = subsampling_weights(torch.tensor([[0, 0, 1], [0, 0, 2]]))
-    assert torch.allclose(w, torch.tensor([(4 + 2 + 1) ** -0.5] * 2))
+    assert torch.allclose(w, torch.tensor([(5 + 4) ** -0.5] * 2))
 
 
 def test_parse_rejects_malformed_lines(tmp_path) -> None:

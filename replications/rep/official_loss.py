@@ -188,7 +188,8 @@ SCHEME = {
                 "occurrence, i.e. 1/sqrt(6 + #(h, r) + #(t, r^-1)); dense Adam over both tables; at max_steps/2 the lr "
                 "drops 10x and a fresh Adam (moments reset) is built",
     "suite": "K entities drawn uniformly once per batch and shared by all its positives (DGL-KE / Graph4KG chunk "
-             "sampling, train.fit), no rejection of true triples; weight 1/sqrt(4 + #(h, r) + #(t, r^-1)); SparseAdam "
+             "sampling, train.fit), no rejection of true triples; weight 1/sqrt(6 + #(h, r) + #(t, r^-1)) (the official "
+             "one); SparseAdam "
              "(entities) + Adam (relations); at lr_decay_at the lr drops 10x, moments kept",
     "meaning": "The scores and the loss formula are the official ones. The sampling differs: shared negatives make "
                "the K negative scores of a batch one (B x K) distance product instead of B x K independent draws, so a "
