@@ -52,9 +52,11 @@ class LoadRecorder:
             h.remove()
 
 
-def fit(cfg: DictConfig, model: GPT, train: Tensor, valid: Tensor, log) -> tuple[dict[str, Any], np.ndarray, np.ndarray]:
+def fit(cfg: DictConfig, model: GPT, train: Tensor, valid: Tensor, log,
+        seed: int = 0) -> tuple[dict[str, Any], np.ndarray, np.ndarray]:
     """The shared LM loop (replications.moe.lmtrain.fit_loop), recording each step's loads. Returns the summary
-    and the trace arrays routed [steps, layers, sources, E] and kept [steps, layers, E]."""
+    and the trace arrays routed [steps, layers, sources, E] and kept [steps, layers, E]. `seed` seeds the
+    protocol's random batch windows (``batches: random``, Tiny Shakespeare); the sequential pass ignores it."""
     p = cfg.paper.protocol
     if p.batch_size % p.trace_sources:
         raise ValueError(f"batch_size {p.batch_size} must split into {p.trace_sources} trace sources "
@@ -71,7 +73,7 @@ def fit(cfg: DictConfig, model: GPT, train: Tensor, valid: Tensor, log) -> tuple
         return {"imbalance": float(imbalance(routed[-1].sum(1)[None]).mean())}
 
     try:
-        summary = fit_loop(cfg, model, train, valid, log, after_step=record, curve_point=point)
+        summary = fit_loop(cfg, model, train, valid, log, after_step=record, curve_point=point, seed=seed)
     finally:
         recorder.close()
     return summary, np.stack(routed), np.stack(kept)
