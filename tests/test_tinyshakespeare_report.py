@@ -20,12 +20,15 @@ def agg(values: list[float]) -> dict:
 def record(dataset: str, model: str, per_seed: dict[int, float]) -> dict:
     metric = "valid_loss" if dataset == "tinyshakespeare" else "test_ppl"
     runs = [{"seed": s, "metrics": {metric: v, "valid_ppl": 2.0},
-             "train": {"curve": [{"step": 10, "valid_ppl_subset": 5.0, "active_experts": 1.0}]}} for s, v in per_seed.items()]
+             "train": {"steps": 300, "train_tokens": 300 * 16 * 64,
+                       "curve": [{"step": 10, "valid_ppl_subset": 5.0, "active_experts": 1.0}]}} for s, v in per_seed.items()]
     return {"paper": "evomoe", "dataset": dataset, "model": model, "complete": True, "scale": "full", "runs": runs,
             "wall_seconds": 600.0, "aggregate": {metric: agg(list(per_seed.values())), "valid_ppl": agg([2.0]),
                                                  "train_tokens_per_s": agg([1400.0]), "mean_active_experts": agg([1.0])},
             "environment": {"hardware": {"cpu": "test CPU", "torch_threads": 1, "gpu": None}},
-            "config": {"paper": {"protocol": {"layers": 2, "d_model": 128, "steps": 300, "batch_size": 16, "seq_len": 64}}}}
+            "config": {"paper": {"protocol": {"layers": 2, "d_model": 128, "steps": 300, "batch_size": 16, "seq_len": 64,
+                                              "heads": 4, "cutoffs": None, "div_value": None, "dropout": 0.0}},
+                       "model": {"name": model, "gate": "dense", "ffn_hidden": 16}}}  # built for its parameter count
 
 
 def results(chars: dict[str, dict[int, float]]) -> PaperResults:
@@ -42,7 +45,8 @@ def test_char_section_with_floor_reference_and_paired_differences():
     page = build({"evomoe": {1: 1.80, 2: 1.81, 3: 1.79}, "dense": {1: 1.90, 2: 1.89, 3: 1.91},
                   "switch": {1: 1.85, 2: 1.86, 3: 1.84}})
     tables = [b for b in page.blocks if isinstance(b, Table)]
-    table, paired = tables[-2], tables[-1]
+    table, paired, steps = tables[-3:]  # the last: steps to Switch's final loss, per seed
+    assert steps.header[0] == "seed" and [r[0] for r in steps.rows[:3]] == [1, 2, 3]
     assert [r[0] for r in table.rows[:3]] == ["evomoe", "dense", "switch"]  # the paper's order
     assert table.rows[1][2] == f"{2.48 - 1.90:.3f}"  # dense's margin below the floor
     assert table.rows[3][0].startswith("bigram") and table.rows[4][0].startswith("nanoGPT, dense (authors_release")
@@ -51,7 +55,9 @@ def test_char_section_with_floor_reference_and_paired_differences():
     assert float(paired.rows[0][2]) == pytest.approx(0.05)
     data = page.data["tinyshakespeare"]
     assert data["every_arm_below_floor"] is True and data["bigram_valid_loss"] == 2.48
-    assert [c.status for c in page.claims] == [c.status for c in build({}).claims]  # claims: WikiText-2's alone
+    # WikiText-2's claims as they were, then this dataset's two (judged in tests/test_evomoe_charclaims.py)
+    assert [c.as_json() for c in page.claims[:2]] == [c.as_json() for c in build({}).claims]
+    assert [c.text.endswith("(Tiny Shakespeare, character level)") for c in page.claims] == [False] * 2 + [True] * 2
 
 
 def test_an_arm_above_the_floor_is_said_and_no_records_no_section():

@@ -5,6 +5,9 @@ The v2 abstract's claim (EvoMoE outperforms Switch, BASE, Hash) is judged on per
 (shared.verdict.direction_status: supported above 0, contradicted at or below 0); the v1 abstract's speed
 claim on the steps to Switch's final validation perplexity (speedup.py), by its sign in every seed. Both are
 `not testable here` while every model is still worse than a count-based bigram of the same tokens (ngram.py).
+On character-level Tiny Shakespeare (where the records exist) both are judged again, one Claim each
+(``char_claims``): the first on final validation loss, paired by seed, with the same functions; the speed claim
+on the ratio of steps with an interval (charclaims.py), each only where every arm clears the bigram floor widely.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import numpy as np
 import yaml
 from scipy import stats
 
-from replications.evomoe import charreport, speedup
+from replications.evomoe import charclaims, charreport, speedup
 from shared.paper_report import Claim, Figure, PaperReport, PaperResults, Table
 from shared.verdict import CONTRADICTED, INCONCLUSIVE, NOT_RUN, NOT_TESTABLE, SUPPORTED, direction_status, sign_status
 
@@ -104,21 +107,33 @@ def _floor_words(bigram: dict[str, float], what: str) -> str:
             f"{bigram['test_ppl']:.1f}), so {what} says nothing about {REGIME}")
 
 
-def outperform_claim(entry: dict[str, Any], checks: list[dict[str, Any]], records: dict[str, dict[str, Any]],
-                     bigram: dict[str, float] | None) -> Claim:
-    base = {"text": entry["text"], "source": entry["source"], "verified": entry["verified"],
+def outperform_claim(entry: dict[str, Any], checks: list[dict[str, Any]], *, what: str, digits: int,
+                     untestable: str | None, scale: str, on: str = "", tested_as: str = "tested_as",
+                     lead: bool = False) -> Claim:
+    """The v2 abstract's claim from the paired ``checks`` of one dataset: ``what`` names their metric, ``untestable``
+    says why the ordering cannot be judged there (None: it can), ``scale`` where the verdict holds, ``on`` the
+    dataset's suffix of the claim's text and ``tested_as`` the paper.yaml key of how it is tested there; ``lead``
+    puts the mean differences first (the results index's first screen shows the evidence's first clause). Not run
+    until every named baseline has a record."""
+    base = {"text": entry["text"] + on, "source": entry["source"], "verified": entry["verified"],
             "kind": entry.get("kind", "paper")}
     named = [c for c in checks if c["in_claim"]]
+    missing = [b for b in CLAIM_BASELINES if b not in {c["baseline"] for c in named}]
     if not named:
         return Claim(**base, status=NOT_RUN, evidence="no EvoMoE record paired with a named baseline")
     ordering = overall(checks)
-    measured = "; ".join(f"{c['baseline']}: {c['status']}, {c['baseline_minus_evomoe']:.1f} "
-                         f"[{c['ci95'][0]:.1f}, {c['ci95'][1]:.1f}]" for c in named)
-    evidence = (f"{entry['tested_as']}; test PPL of baseline minus EvoMoE, paired by seed, mean [95% CI]: {measured}; "
+    measured = "; ".join(f"{c['baseline']}: {c['status']}, {c['baseline_minus_evomoe']:.{digits}f} "
+                         f"[{c['ci95'][0]:.{digits}f}, {c['ci95'][1]:.{digits}f}]" for c in named)
+    evidence = (f"{entry[tested_as]}; {what} of baseline minus EvoMoE, paired by seed, mean [95% CI]: {measured}; "
                 f"measured ordering: {ordering}")
-    if not testable(records, bigram):
-        return Claim(**base, status=NOT_TESTABLE, evidence=f"{evidence}; {_floor_words(bigram, 'the ordering')}")
-    return Claim(**base, status=ordering, evidence=evidence, scale=f"at this small scale: {_scale(records)}")
+    if lead:
+        evidence = (", ".join(f"{c['baseline']} {c['baseline_minus_evomoe']:+.{digits - 1}f}" for c in named)
+                    + f": the mean of baseline minus EvoMoE; {evidence}")
+    if missing:
+        return Claim(**base, status=NOT_RUN, evidence=f"{evidence}; no record yet of {', '.join(missing)}")
+    if untestable is not None:
+        return Claim(**base, status=NOT_TESTABLE, evidence=f"{evidence}; {untestable}", scale=scale)
+    return Claim(**base, status=ordering, evidence=evidence, scale=scale)
 
 
 def speed_claim(entry: dict[str, Any], records: dict[str, dict[str, Any]], bigram: dict[str, float] | None) -> Claim:
@@ -148,8 +163,22 @@ def speed_claim(entry: dict[str, Any], records: dict[str, dict[str, Any]], bigra
 def claim_check(checks: list[dict[str, Any]], records: dict[str, dict[str, Any]],
                 bigram: dict[str, float] | None) -> list[Claim]:
     paper = yaml.safe_load(PAPER.read_text())
-    return [outperform_claim(paper["claim"], checks, records, bigram),
+    untestable = None if testable(records, bigram) else _floor_words(bigram, "the ordering")
+    return [outperform_claim(paper["claim"], checks, what="test PPL", digits=1, untestable=untestable,
+                             scale="" if untestable else f"at this small scale: {_scale(records)}"),
             *(speed_claim(entry, records, bigram) for entry in paper["claims"])]
+
+
+def char_claims(records: dict[str, dict[str, Any]], floor: float | None) -> list[Claim]:
+    """Both claims on Tiny Shakespeare (charclaims.py): judged on final validation loss and on the steps to
+    Switch's, where every arm clears the character bigram ``floor`` (nats/char) by paper.yaml's margin."""
+    paper = yaml.safe_load(PAPER.read_text())
+    untestable = charclaims.untestable(records, floor, paper["char_floor_margin"])
+    where = charclaims.scale(records)
+    return [outperform_claim(paper["claim"], paired_checks(records, metric="valid_loss"),
+                             what="final validation loss (nats/char)", digits=4, untestable=untestable, scale=where,
+                             on=charclaims.ON, tested_as="tested_as_tinyshakespeare", lead=True),
+            *(charclaims.speed_claim(entry, records, untestable, where) for entry in paper["claims"])]
 
 
 def _ci(a: dict[str, float]) -> str:
@@ -209,8 +238,9 @@ def plot(records: dict[str, dict[str, Any]]) -> Any:
 
 def build(results: PaperResults, floor: Floor = bigram_floor,
           char_floor: charreport.Floor = charreport.bigram_floor) -> PaperReport | None:
-    """The page from the WikiText-2 records (None without any), then the Tiny Shakespeare part where it has
-    records (charreport.py); ``floor`` / ``char_floor`` give the bigrams' perplexities / validation loss."""
+    """The page from the WikiText-2 records (None without any), then the Tiny Shakespeare part and its claims
+    where it has records (charreport.py, char_claims); ``floor`` / ``char_floor`` give the bigrams' perplexities /
+    validation loss."""
     found = results.models(DATASET)
     records = {m: found[m] for m in ORDER if m in found}
     if not records:
@@ -243,6 +273,8 @@ def build(results: PaperResults, floor: Floor = bigram_floor,
             "steps_to_switch": None if steps is None else {"target": steps[0], "rows": steps[1]}}
     chars = {m: r for m, r in ((m, results.models(charreport.DATASET).get(m)) for m in ORDER) if r is not None}
     if chars:
-        more, data[charreport.DATASET] = charreport.blocks(chars, paired_checks, PAPER, char_floor)
+        bigram_chars = char_floor()
+        more, data[charreport.DATASET] = charreport.blocks(chars, paired_checks, PAPER, bigram_chars)
         blocks += more
+        claims += char_claims(chars, bigram_chars)
     return PaperReport(blocks=blocks, claims=claims, data=data)

@@ -46,16 +46,25 @@ def rows(records: dict[str, dict[str, Any]], reference: str = "switch") -> tuple
     return target, out
 
 
-def per_seed(model: dict[str, Any], reference: dict[str, Any]) -> dict[int, float | None]:
-    """Paired by seed: the reference's steps to its own final PPL / the model's steps to it (None: not reached
-    within the run, i.e. slower than the reference, which reached it at or before the last step)."""
+def seed_rows(model: dict[str, Any], reference: dict[str, Any]) -> list[dict[str, Any]]:
+    """Paired by seed: the reference's final curve PPL (the target), the reference's steps to it (its first curve
+    point at or below it), the model's steps to it (None: not reached within the run) and the model's last step."""
     refs = {run["seed"]: curve(run) for run in reference["runs"]}
-    out: dict[int, float | None] = {}
+    out = []
     for run in model["runs"]:
         if run["seed"] not in refs:
             continue
         ref_steps, ref_ppl = refs[run["seed"]]
-        ref_at = first_reaching(ref_steps, ref_ppl, float(ref_ppl[-1]))
-        at = first_reaching(*curve(run), float(ref_ppl[-1]))
-        out[run["seed"]] = ref_at / at if at else None
+        target = float(ref_ppl[-1])
+        steps, ppl = curve(run)
+        out.append({"seed": run["seed"], "target_valid_ppl_subset": target,
+                    "reference_steps": first_reaching(ref_steps, ref_ppl, target),
+                    "model_steps": first_reaching(steps, ppl, target), "model_last_step": steps[-1]})
     return out
+
+
+def per_seed(model: dict[str, Any], reference: dict[str, Any]) -> dict[int, float | None]:
+    """Paired by seed: the reference's steps to its own final PPL / the model's steps to it (None: not reached
+    within the run, i.e. slower than the reference, which reached it at or before the last step)."""
+    return {r["seed"]: r["reference_steps"] / r["model_steps"] if r["model_steps"] else None
+            for r in seed_rows(model, reference)}
