@@ -129,3 +129,103 @@ def test_smoke_run_on_the_mirror(tmp_path: Path, fresh_cache):
         record = run(cfg, REPLICATION)
         assert record["complete"] and record["aggregate"]["valid_loss"]["mean"] < math.log(65)
         assert len(record["runs"][0]["train"]["dispatch"]) == 1  # 10 steps: one (short) window of 20
+
+
+# --- the claims on this dataset, from hand-made records ----------------------------------------------------------
+
+FLOOR = 2.484  # the character bigram's validation loss (planted: the real one needs the data)
+
+
+def char_dispatch(near: int) -> list[list[list[list[float]]]]:
+    """10 window means of one layer on 2 x 2 ranks: `near` of each rank's 8 kept assignments stay on its node."""
+    far = 8 - near
+    row = [near / 2, near / 2, far / 2, far / 2]
+    return [[[row, row, row[2:] + row[:2], row[2:] + row[:2]]] for _ in range(10)]
+
+
+def char_record(model: str, losses: dict[int, float], near: int) -> dict:
+    choice = "ta_moe/tinyshakespeare" if model == "ta_moe" else "ta_moe_gshard"
+    config = OmegaConf.to_container(compose_cfg("paper=ta_moe", "dataset=tinyshakespeare", f"model={choice}",
+                                                "tracker=none"), resolve=True)
+    off = off_node_fraction(char_dispatch(near), 2)
+    runs = [{"seed": s, "metrics": {"valid_loss": v, "valid_ppl": math.exp(v), "off_node_fraction_last10pct": off},
+             "train": {"dispatch": char_dispatch(near), "dispatch_window": 20, "steps": 2000,
+                       "train_tokens": 2000 * 12 * 64, "cluster": {"intra_mbit": 8000.0, "inter_mbit": 400.0}}}
+            for s, v in losses.items()]
+    agg = {k: {"mean": 1.0, "std": 0.0, "n": len(runs), "ci95_low": 1.0, "ci95_high": 1.0}
+           for k in ("valid_loss", "valid_ppl", "off_node_fraction", "off_node_fraction_last10pct",
+                     "local_rank_fraction", "dropped_fraction", "train_tokens_per_s")}
+    return {"dataset": "tinyshakespeare", "model": model, "complete": True, "runs": runs, "aggregate": agg,
+            "wall_seconds": 600.0, "environment": {"hardware": {"cpu": "test cpu", "torch_threads": 1}},
+            "config": config}
+
+
+def char_claims(ta: dict | None, gs: dict | None, floor: float | None = FLOOR):
+    from replications.ta_moe import charclaims, report
+
+    paper = yaml.safe_load(report.PAPER.read_text())["claims"]
+    claims, details = charclaims.claim_checks(paper, ta, gs, report.paired, floor)
+    return {c.text.split(" (Tiny")[0]: c for c in claims}, details
+
+
+GS = {1: 1.700, 2: 1.710, 3: 1.705}
+
+
+def test_no_loss_within_the_margin_and_fewer_off_node_tokens_are_supported():
+    ta = char_record("ta_moe", {1: 1.702, 2: 1.711, 3: 1.708}, near=7)  # +0.002 nats/char, well inside ln 1.02
+    claims, details = char_claims(ta, char_record("gshard", GS, near=4))
+    acc, ladder = claims.values()
+    assert acc.status == "supported" and acc.interval[1] <= details["accuracy_margin_nats"] == pytest.approx(0.0198,
+                                                                                                           abs=1e-4)
+    assert acc.effect == pytest.approx(0.002) and "nats/char" in acc.unit
+    assert ladder.status == "supported" and ladder.effect == pytest.approx(1 / 8 - 1 / 2)
+    assert all(c.text.endswith("(Tiny Shakespeare, character level)") for c in claims.values())
+    # the scale, in words: active parameters (by hand above), characters and steps per run
+    assert "0.81M active per token" in acc.scale and "1.536M training characters in 2000 steps" in acc.scale
+
+
+def test_a_clear_loss_and_more_off_node_tokens_are_contradicted():
+    ta = char_record("ta_moe", {1: 1.760, 2: 1.772, 3: 1.764}, near=2)  # +0.06 nats/char: 3x the margin
+    claims, _ = char_claims(ta, char_record("gshard", GS, near=4))
+    assert [c.status for c in claims.values()] == ["contradicted", "contradicted"]
+
+
+def test_an_interval_straddling_the_margin_is_inconclusive():
+    ta = char_record("ta_moe", {1: 1.690, 2: 1.760, 3: 1.720}, near=4)  # noisy loss
+    for one, off in zip(ta["runs"], (0.45, 0.56, 0.50)):  # and off-node shares around GShard's 0.5
+        one["metrics"]["off_node_fraction_last10pct"] = off
+    claims, _ = char_claims(ta, char_record("gshard", GS, near=4))
+    assert [c.status for c in claims.values()] == ["inconclusive", "inconclusive"]
+
+
+def test_an_arm_above_the_bigram_floor_makes_both_claims_untestable():
+    ta = char_record("ta_moe", {1: 1.702, 2: 2.600, 3: 1.708}, near=7)  # one seed never got past character pairs
+    claims, _ = char_claims(ta, char_record("gshard", GS, near=4))
+    assert [c.status for c in claims.values()] == ["not testable here"] * 2
+    assert all("ta_moe 2.600" in c.evidence and "2.484" in c.evidence for c in claims.values())
+    claims, _ = char_claims(char_record("ta_moe", GS, near=7), char_record("gshard", GS, near=4), floor=None)
+    assert [c.status for c in claims.values()] == ["not testable here"] * 2  # no floor known: nothing is judged
+    claims, _ = char_claims(char_record("ta_moe", GS, near=7), None)
+    assert [c.status for c in claims.values()] == ["not run"] * 2
+
+
+def test_the_page_shows_both_datasets_verdicts(tmp_path):
+    from replications.ta_moe import report
+    from shared.paper_report import PaperResults
+    from shared.report_paper import render_page
+    from tests.test_ta_moe_train import hand_record
+
+    records = {("wikitext2", m): hand_record(m, {1: 100.0, 2: 101.0}, near=n) for m, n in (("gshard", 4), ("ta_moe", 7))}
+    records[("tinyshakespeare", "ta_moe")] = char_record("ta_moe", {1: 1.702, 2: 1.711, 3: 1.708}, near=7)
+    records[("tinyshakespeare", "gshard")] = char_record("gshard", GS, near=4)
+    page = report.build(PaperResults("ta_moe", tmp_path, records), floor=lambda: FLOOR)
+    assert [c.status for c in page.claims] == ["not testable here", "not run", "supported", "supported",
+                                               "supported", "supported"]
+    assert [c.text.endswith("character level)") for c in page.claims] == [False] * 4 + [True] * 2
+    assert page.data["tinyshakespeare"]["checks"]["bigram_valid_loss"] == FLOOR
+    text = render_page("ta_moe", page)
+    assert "## Character-level Tiny Shakespeare" in text and "tinyshakespeare_dispatch.png" in text
+    assert [len(f.draw().get_axes()) for f in page.figures()] == [3, 3]  # 2 arms + the off-node curve, each
+    wikitext_only = {k: v for k, v in records.items() if k[0] == "wikitext2"}
+    unchanged = report.build(PaperResults("ta_moe", tmp_path, wikitext_only), floor=lambda: 1 / 0)  # not called
+    assert len(unchanged.claims) == 4 and "tinyshakespeare" not in unchanged.data

@@ -4,12 +4,15 @@ Reads the wikitext2 records (the runner's, with every step's dispatch matrix) an
 files the replay wrote beside them (replay.json, links.json: replications/ta_moe/replay.py). Claims are
 checked for direction with per-seed paired differences (same seed = same data order and init) and 95%
 Student-t intervals, and the replay by a bootstrap interval of the ratio of mean all-to-all times; every
-status comes from shared.verdict.
+status comes from shared.verdict. Where Tiny Shakespeare records exist, its accuracy and ladder claims are judged
+beside WikiText-2's (charclaims.py: validation loss in nats/char, the character bigram floor as precondition) and
+the page gains that dataset's table and dispatch figure.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +20,7 @@ import numpy as np
 import yaml
 from scipy import stats as scipy_stats
 
+from replications.ta_moe import charclaims
 from replications.ta_moe.train import mean_dispatch
 from shared.paper_report import Claim, Figure, PaperReport, PaperResults, Table
 from shared.stats import percentile_interval, resample_indices
@@ -212,7 +216,7 @@ def replay_blocks(replay: dict[str, Any], cluster: dict[str, Any]) -> list[Any]:
     return [text, Table(["arm", "values per token", "recorded dispatches", "mean ms", "median ms"], rows)]
 
 
-def plot(records: dict[str, dict[str, Any]]) -> Any:
+def plot(records: dict[str, dict[str, Any]], dataset: str = DATASET) -> Any:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -240,29 +244,60 @@ def plot(records: dict[str, dict[str, Any]]) -> Any:
         rpn = r["config"]["paper"]["protocol"]["cluster"]["ranks_per_node"]
         curves = []
         for run in r["runs"]:
-            t = np.array(run["train"]["dispatch"], dtype=float)  # [steps, layers, W, W]
+            t = np.array(run["train"]["dispatch"], dtype=float)  # [entries, layers, W, W]: a step, or a window's mean
             W = t.shape[-1]
             off = np.array([[i // rpn != j // rpn for j in range(W)] for i in range(W)])
             curves.append((t * off).sum(axis=(1, 2, 3)) / t.sum(axis=(1, 2, 3)))
-        ax.plot(np.arange(1, len(curves[0]) + 1), np.mean(curves, axis=0), label=name)
-    ax.set(title="off-node share per step (mean over seeds)", xlabel="optimiser step", ylabel="off-node share")
+        window = r["runs"][0]["train"].get("dispatch_window", 1)
+        steps = np.minimum(np.arange(1, len(curves[0]) + 1) * window, r["runs"][0]["train"].get("steps", np.inf))
+        ax.plot(steps, np.mean(curves, axis=0), label=name)
+    per_step = all(r["runs"][0]["train"].get("dispatch_window", 1) == 1 for r in records.values())
+    ax.set(title=f"off-node share per {'step' if per_step else 'window'} (seeds' mean)",
+           xlabel="optimiser step" if per_step else "optimiser step (end of the window)", ylabel="off-node share")
     ax.axhline(0.5, color="grey", ls=":", lw=0.8)
     ax.legend()
-    fig.suptitle("Dispatch over the emulated 2 x 2 cluster, last 10% of steps (red lines: node boundary)")
+    fig.suptitle(f"{dataset}: dispatch over the emulated 2 x 2 cluster, last 10% of steps (red lines: node boundary)")
     fig.tight_layout()
     return fig
 
 
-def build(results: PaperResults) -> PaperReport | None:
-    """The page from the wikitext2 records (None without any) and the replay's side files where present."""
+def char_part(chars: dict[str, dict[str, Any]], floor: float | None) -> tuple[list[Any], list[Claim], dict[str, Any]]:
+    """Tiny Shakespeare's blocks, its two Claims and their data (charclaims.py)."""
+    paper = yaml.safe_load(PAPER.read_text())
+    claims, checks = charclaims.claim_checks(paper["claims"], chars.get("ta_moe"), chars.get("gshard"), paired, floor)
+    blocks = ["## Character-level Tiny Shakespeare (nanoGPT's CPU configuration, every FFN an MoE layer)",
+              f"The same emulated cluster and gates; {checks['scale']}. Claims judged here: accuracy (validation "
+              f"loss, margin +{charclaims.ACCURACY_MARGIN_NATS:.4f} nats/char) and ladder, only when every run of both "
+              "arms ends below the character bigram (otherwise not testable here); their verdicts are under Verdicts, "
+              "marked (Tiny Shakespeare, character level).",
+              charclaims.table(chars, floor),
+              Figure(f"{charclaims.DATASET}_dispatch.png", draw=lambda: plot(chars, charclaims.DATASET),
+                     caption=f"{charclaims.DATASET}_dispatch", dpi=120)]
+    data = {"checks": checks,
+            "aggregate": {name: {k: r["aggregate"][k] for k in ("valid_loss", "valid_ppl", "off_node_fraction",
+                                                                 "off_node_fraction_last10pct", "local_rank_fraction",
+                                                                 "dropped_fraction", "train_tokens_per_s")}
+                          for name, r in chars.items()},
+            "dispatch": {"what": "mean kept token-expert assignments per step and MoE layer, [source rank]"
+                                 "[destination rank], last 10% of training steps, mean over seeds",
+                         "arms": {name: learnt_dispatch(r) for name, r in chars.items()}}}
+    return blocks, claims, data
+
+
+def build(results: PaperResults, floor: Callable[[], float | None] = charclaims.bigram_floor) -> PaperReport | None:
+    """The page from the wikitext2 records (None without any), the replay's side files where present, and the
+    Tiny Shakespeare records where present (`floor`: the character bigram's validation loss, read from the data)."""
     found = results.models(DATASET)
     records = {name: found[name] for name in ORDER if name in found}
+    found_chars = results.models(charclaims.DATASET)
+    chars = {name: found_chars[name] for name in ORDER if name in found_chars}
     if not records:
         return None
     replay = results.side_file("replay.json")
     links_file = results.side_file("links.json")
     links = links_file["measured_mbit"] if links_file else None
     claims, details = claim_checks(records, replay, links)
+    char_blocks, char_claims, char_data = char_part(chars, floor()) if chars else ([], [], None)
     any_r = next(iter(records.values()))
     cluster = any_r["runs"][0]["train"]["cluster"]
     hw = any_r["environment"]["hardware"]
@@ -284,7 +319,8 @@ def build(results: PaperResults) -> PaperReport | None:
     blocks += [f"Hardware: {hw['cpu']}, {hw['torch_threads']} torch thread(s) per run, shared machine. "
                "Dispatch matrices: wikitext2_dispatch.png, their numbers in claims.json (data.dispatch); every "
                "step's matrices are in the result files (runs[].train.dispatch).",
-               Figure("wikitext2_dispatch.png", draw=lambda: plot(records), caption="wikitext2_dispatch", dpi=120)]
+               Figure("wikitext2_dispatch.png", draw=lambda: plot(records), caption="wikitext2_dispatch", dpi=120),
+               *char_blocks]
     data = {"checks": details,
             "aggregate": {name: {k: r["aggregate"][k] for k in ("valid_ppl", "test_ppl", "off_node_fraction",
                                                                  "off_node_fraction_last10pct", "local_rank_fraction",
@@ -293,4 +329,6 @@ def build(results: PaperResults) -> PaperReport | None:
             "dispatch": {"what": "mean kept token-expert assignments per step and MoE layer, [source rank]"
                                  "[destination rank], last 10% of training steps, mean over seeds",
                          "arms": {name: learnt_dispatch(r) for name, r in records.items()}}}
-    return PaperReport(blocks=blocks, claims=claims, data=data)
+    if char_data is not None:
+        data[charclaims.DATASET] = char_data
+    return PaperReport(blocks=blocks, claims=claims + char_claims, data=data)
