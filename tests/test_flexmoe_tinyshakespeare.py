@@ -1,7 +1,9 @@
 """FlexMoE's traces on the character-level protocol (conf/dataset/tinyshakespeare.yaml): the narrowed plan composes
 (nanoGPT's CPU run, one trace source per sequence, E = 8 at ~0.81M active parameters per token) while WikiText-2's
 config stays as its records hold it; a tiny character run records every routed choice per source, repeats with the
-seed, reads other windows with another seed, and evaluates validation only; one smoke run on the mirror."""
+seed, reads other windows with another seed, and evaluates validation only; the page judges the premise on
+synthetic Tiny Shakespeare traces beside WikiText-2's (whose verdicts its records alone decide), naming each scale;
+one smoke run on the mirror."""
 
 from __future__ import annotations
 
@@ -13,14 +15,16 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
-from replications.flexmoe import REPLICATION, trace_path
+from replications.flexmoe import REPLICATION, report, stats, trace_path
 from replications.flexmoe.charbench import active_parameters
 from replications.flexmoe.train import fit
 from replications.replicate import plan_configs
+from shared.paper_report import PaperResults
 from shared.runner import run
 from shared.seeding import seed_everything
 from tests.conftest import CONF, compose_cfg, needs_mirror
 from tests.runs import run_of
+from tests.test_flexmoe_protocol import tiny_results  # WikiText-2 records with a planted, moving hot expert
 
 NARROWED = ["dataset=tinyshakespeare", "model=switch_e8,gshard_e8"]  # conf/paper/flexmoe.yaml's header command
 TINY = ["paper=flexmoe", "dataset=tinyshakespeare", "tracker=none", "paper.protocol.steps=6",
@@ -105,6 +109,104 @@ def test_evaluate_reports_validation_only_where_the_corpus_has_no_test_part(tmp_
     metrics = REPLICATION.evaluate(run_, model, data, 1, summary)
     assert "test_ppl" not in metrics and metrics["valid_ppl"] == pytest.approx(np.exp(metrics["valid_loss"]))
     assert 3.0 < metrics["valid_loss"] < 6.0 and metrics["imbalance_second_half"] >= 1  # ln 65 = 4.17 at chance
+
+
+def char_trace(rng: np.random.Generator, steps: int, kind: str) -> np.ndarray:
+    """routed [steps, 4 layers, 12 sources, 8 experts], 64 choices per source: 'balanced' = exactly 8 per expert
+    every step (max/mean 1, no change at all); 'static_hot' = expert 0 draws half of them, the same every step
+    (imbalanced, changing by multinomial noise only); 'moving_hot' = the hot expert moves every 10 steps."""
+    out = np.zeros((steps, 4, 12, 8), dtype=np.int16)
+    for t in range(steps):
+        if kind == "balanced":
+            out[t] = 8
+            continue
+        p = np.full(8, 0.5 / 7)
+        p[0 if kind == "static_hot" else (t // 10) % 8] = 0.5
+        out[t] = rng.multinomial(64, p, size=(4, 12))
+    return out
+
+
+def char_results(folder, kind: str, steps: int = 200) -> dict:
+    """The two E = 8 Tiny Shakespeare records as the runner writes them (2 seeds), with `kind` traces."""
+    rng = np.random.default_rng(1)
+    records = {}
+    for choice in ("flexmoe/tinyshakespeare", "flexmoe_gshard_e8"):
+        cfg = compose_cfg("paper=flexmoe", "dataset=tinyshakespeare", f"model={choice}", "tracker=none")
+        runs = []
+        for seed in (1, 2):
+            routed = char_trace(rng, steps, kind)
+            path = folder / "traces" / f"tinyshakespeare_{cfg.model.name}_s{seed}.npz"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            np.savez_compressed(path, routed=routed, kept=routed.sum(2))
+            per = [stats.summarise(routed.sum(2)[:, i], 10) for i in range(4)]
+            metrics = {"valid_loss": 1.5 + 0.01 * seed, "valid_ppl": 4.5, "dropped_fraction": 0.0,
+                       **{key: float(np.mean([p[key] for p in per])) for key in per[0]}}
+            runs.append({"seed": seed, "metrics": metrics, "train": {"trace": path.name, "steps": steps}})
+        record = {"dataset": "tinyshakespeare", "model": cfg.model.name, "complete": True, "runs": runs,
+                  "config": OmegaConf.to_container(cfg, resolve=True), "wall_seconds": 60.0,
+                  "environment": {"hardware": {"cpu": "test", "torch_threads": 1}}}
+        (folder / "tinyshakespeare").mkdir(parents=True, exist_ok=True)
+        (folder / "tinyshakespeare" / f"{cfg.model.name}.json").write_text(json.dumps(record))
+        records["tinyshakespeare", cfg.model.name] = record
+    return records
+
+
+def premise(page) -> list[tuple[str, str]]:
+    """(status, dataset) of the four premise claims, in page order."""
+    return [(c.status, "ts" if c.evidence.startswith("Tiny Shakespeare") else "wt2") for c in page.claims[2:6]]
+
+
+def test_the_premise_is_judged_per_dataset_and_wikitext2_keeps_its_verdicts(tmp_path):
+    folder = tmp_path / "flexmoe"
+    wt2 = tiny_results(folder)  # a hot expert that moves every 10 steps: both premises supported
+    alone = report.build(PaperResults("flexmoe", folder, wt2))
+    assert premise(alone) == [("supported", "wt2"), ("not run", "ts"), ("supported", "wt2"), ("not run", "ts")]
+    assert "model=switch_e8,gshard_e8" in alone.claims[3].evidence
+
+    ts = char_results(folder, "static_hot")  # imbalanced, but the same expert every step: no fluctuation
+    page = report.build(PaperResults("flexmoe", folder, {**wt2, **ts}))
+    assert premise(page) == [("supported", "wt2"), ("supported", "ts"), ("supported", "wt2"), ("contradicted", "ts")]
+    for i in (0, 1, 2, 4, 6):  # WikiText-2's verdicts untouched by Tiny Shakespeare's records
+        before, after = alone.claims[i], page.claims[i]
+        assert (before.status, before.evidence, before.effect, before.interval) == \
+               (after.status, after.evidence, after.effect, after.interval)
+    imb, flu = page.claims[3], page.claims[5]
+    # max/mean = 0.5 / (1/8) = 4 up to multinomial noise in both settings; interval = range over the two settings
+    assert 3.5 < imb.interval[0] <= imb.interval[1] < 4.5 and imb.effect == imb.interval[0]
+    assert flu.interval[1] < 1.2  # window-to-window change within the sampling-noise floor
+    assert "Tiny Shakespeare" in imb.scale and "4-layer d128" in imb.scale and "200 steps of 12 x 64 characters" in imb.scale
+    assert "WikiText-2, a 2-layer" in page.claims[2].scale and "tokens" in page.claims[2].scale
+    assert set(page.data["checks"]) >= {"imbalance@tinyshakespeare", "fluctuation@tinyshakespeare", "imbalance"}
+    assert [f.name for f in page.figures()] == ["premise.png", "premise_tinyshakespeare.png"]
+    assert all(f.draw().get_axes() for f in page.figures())
+    table = next(b for b in page.blocks if getattr(b, "header", [None])[0] == "dataset")
+    assert [r[:2] + [r[4]] for r in table.rows] == [["WikiText-2", "imbalance", "supported"],
+                                                    ["WikiText-2", "fluctuation", "supported"],
+                                                    ["Tiny Shakespeare (character level)", "imbalance", "supported"],
+                                                    ["Tiny Shakespeare (character level)", "fluctuation", "contradicted"]]
+
+
+@pytest.mark.filterwarnings("ignore:An input array is constant", "ignore:Mean of empty slice")
+def test_balanced_char_traces_contradict_both_and_a_page_builds_from_them_alone(tmp_path):
+    folder = tmp_path / "flexmoe"
+    ts = char_results(folder, "balanced", steps=40)  # max/mean exactly 1, TV exactly 0
+    page = report.build(PaperResults("flexmoe", folder, ts))
+    assert premise(page) == [("not run", "wt2"), ("contradicted", "ts"), ("not run", "wt2"), ("contradicted", "ts")]
+    assert page.claims[3].interval == (1.0, 1.0) and page.claims[5].interval == (0.0, 0.0)
+    moving = report.build(PaperResults("flexmoe", folder, char_results(tmp_path / "moving" / "flexmoe", "moving_hot")))
+    assert premise(moving)[1::2] == [("supported", "ts"), ("supported", "ts")]
+
+
+def test_scale_counts_the_records_model_per_token():
+    cfg = OmegaConf.to_container(compose_cfg("paper=flexmoe", "dataset=tinyshakespeare",
+                                             "model=flexmoe/tinyshakespeare", "tracker=none"), resolve=True)
+    total, per_token = report.active_parameters(cfg)
+    # per layer: attention 4 d^2 + 4 d, two LayerNorms 4 d, one 128 -> 512 -> 128 expert 2 d h + h + d; the router
+    # 8 x 128; final LayerNorm 2 d. All: 8 experts.
+    d, h = 128, 512
+    layer = 4 * d * d + 4 * d + 4 * d + 2 * d * h + h + d
+    assert 4 * layer + 2 * d <= per_token <= 4 * (layer + 8 * d + 8) + 2 * d
+    assert total - per_token == 4 * 7 * (2 * d * h + h + d)
 
 
 @pytest.mark.slow

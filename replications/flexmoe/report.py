@@ -4,6 +4,9 @@ Reads the wikitext2 records (the runner's, with each run's trace statistics), th
 (<paper folder>/traces/*.npz) and, where present, the side files the manual steps wrote: simulation.json
 (simulate.py: MODELLED) and replica_a2a.json (a2a_bench.py: MEASURED on the testbed). The claim rules are
 those of paper.yaml (`tested_as`); thresholds are ours and named there; every status comes from shared.verdict.
+The premise (imbalance, fluctuation) is judged per dataset with the same rule: WikiText-2 (word level, the paper-like
+protocol) and, where its records exist, character-level Tiny Shakespeare (nanoGPT's CPU protocol), each verdict
+naming its scale; the simulator and the testbed read WikiText-2 only.
 """
 
 from __future__ import annotations
@@ -15,11 +18,16 @@ import numpy as np
 import yaml
 from scipy import stats as sstats
 
+from replications.moe.lm import GPT
 from shared.paper_report import Claim, Figure, PaperReport, PaperResults, Table
 from shared.stats import percentile_interval, resample_indices
 from shared.verdict import CONTRADICTED, INCONCLUSIVE, NOT_RUN, NOT_TESTABLE, SUPPORTED, direction_status
 
-DATASET = "wikitext2"
+DATASET = "wikitext2"  # the paper-like protocol: the simulator, the testbed and the page's first premise
+PREMISE_DATASETS = {"wikitext2": "WikiText-2", "tinyshakespeare": "Tiny Shakespeare (character level)"}
+UNITS = {"wikitext2": "tokens", "tinyshakespeare": "characters"}
+SHORT = {"wikitext2": "WikiText-2", "tinyshakespeare": "Tiny Shakespeare"}  # in a verdict's scale
+RUN_TS = "make replicate-flexmoe dataset=tinyshakespeare model=switch_e8,gshard_e8"  # conf/paper/flexmoe.yaml header
 PAPER = Path(__file__).with_name("paper.yaml")
 ORDER = ["switch_e8", "switch_e16", "gshard_e8", "gshard_e16"]
 IMBALANCE_SUPPORT, IMBALANCE_CONTRA = 1.5, 1.1  # paper.yaml claim `imbalance`
@@ -133,8 +141,68 @@ def a2a_check(a2a: dict[str, Any] | None) -> dict[str, Any]:
             "load_average": [a2a["load_average_before"][0], a2a["load_average_after"][0]]}
 
 
-def claim_checks(records, sim_summary, premise, a2a) -> tuple[list[Claim], dict[str, dict[str, Any]]]:
-    """One Claim per paper.yaml claim, and the numbers behind each (by claim id)."""
+def active_parameters(config: dict[str, Any]) -> tuple[int, int]:
+    """(all, per token) non-embedding parameters of a record's GPT-MoE: its blocks and final LayerNorm, built from
+    the record's config (replications/moe/lm.py); per token counts k of the E experts of each MoE layer."""
+    p, m = config["paper"]["protocol"], config["model"]
+    gpt = GPT(2, p["d_model"], p["heads"], p["layers"], p["seq_len"], m["ffn_hidden"], m["gate"], m["num_experts"],
+              dict(m.get("gate_options") or {}), None, None, 0.0)
+    total = sum(q.numel() for q in gpt.parameters()) - gpt.embed.weight.numel() - gpt.pos.weight.numel()
+    expert = sum(q.numel() for layer in gpt.moe_layers() for q in layer.parameters(recurse=False))
+    k = 2 if m["gate"] == "gshard" else 1
+    return total, total - expert + expert * k // int(m["num_experts"])
+
+
+def scale_words(records: dict[str, dict[str, Any]], dataset: str) -> str:
+    """Where a premise verdict holds: the dataset, the model's size (non-embedding parameters per token and in
+    all, over the settings), the steps and the tokens each seed trained on."""
+    first = next(iter(records.values()))
+    p = first["config"]["paper"]["protocol"]
+    sizes = [active_parameters(r["config"]) for r in records.values()]
+    per_token = sorted({round(a / 1e6, 2) for _, a in sizes})
+    total = sorted({round(t / 1e6, 1) for t, _ in sizes})
+    experts = sorted({int(r["config"]["model"]["num_experts"]) for r in records.values()})
+    steps = first["runs"][0]["train"]["steps"]  # the steps run (scale.max_epochs caps the protocol's)
+    tokens = steps * p["batch_size"] * p["seq_len"]
+    return (f"at this scale: {SHORT[dataset]}, a {p['layers']}-layer d{p['d_model']} GPT-MoE with E = "
+            + "/".join(map(str, experts)) + " experts, "
+            + "-".join(f"{x:.2f}" for x in (per_token[0], per_token[-1])[:len(per_token)]) + "M non-embedding "
+            + "parameters per token (" + "-".join(f"{x:.1f}" for x in (total[0], total[-1])[:len(total)])
+            + f"M in all), {steps} steps of {p['batch_size']} x {p['seq_len']} {UNITS[dataset]} "
+            f"({tokens / 1e6:.2f}M per seed), {len(first['runs'])} seed(s)")
+
+
+def premise_claim(base: dict[str, Any], claim_id: str, records: dict[str, dict[str, Any]],
+                  check: dict[str, Any] | None, dataset: str) -> Claim:
+    """One dataset's verdict on one premise claim (paper.yaml's rule over that dataset's (gate, E) settings)."""
+    name = PREMISE_DATASETS[dataset]
+    if not records or check is None:
+        how = f" ({RUN_TS})" if dataset == "tinyshakespeare" else ""
+        return Claim(**base, status=NOT_RUN, evidence=f"{name}: no complete records{how}")
+    values = check["per_setting"]
+    contra, support = check["thresholds"]
+    what = ("second-half max/mean expert load" if claim_id == "imbalance"
+            else "TV between consecutive windows / noise floor")
+    # WikiText-2's evidence reads as it always has (its verdict unchanged); another dataset's names itself
+    lead = "" if dataset == DATASET else f"{name}: "
+    evidence = (f"{lead}{what}, mean over seeds: " + ", ".join(f"{n} {v:.2f}" for n, v in values.items())
+                + f" (supported above {support:g} in every setting, contradicted below {contra:g} in every one)")
+    if len(values) > 1:
+        interval, unit = (min(values.values()), max(values.values())), f"{what}: smallest setting, range over (gate, E) settings"
+    else:  # one setting: its range over seeds (the rule judges the 3-seed mean)
+        (setting,) = values
+        per_seed = seed_values(records[setting], "imbalance_second_half" if claim_id == "imbalance" else "tv_over_noise")
+        interval, unit = (min(per_seed), max(per_seed)), f"{what}: {setting}, range over seeds"
+    return Claim(**base, status=check["status"], evidence=evidence, effect=min(values.values()), interval=interval,
+                 unit=unit, scale=scale_words(records, dataset))
+
+
+def claim_checks(records, sim_summary, premise, a2a,
+                 extra: dict[str, tuple[dict[str, Any], dict[str, Any] | None]] | None = None,
+                 ) -> tuple[list[Claim], dict[str, dict[str, Any]]]:
+    """One Claim per paper.yaml claim, and the numbers behind each (by claim id); the premise claims once more per
+    dataset of `extra` (dataset -> (its records, its premise checks or None)), right after WikiText-2's, with their
+    numbers under '<claim id>@<dataset>'."""
     paper = yaml.safe_load(PAPER.read_text())
     claims, details = [], {}
     for claim in paper["claims"]:
@@ -150,20 +218,13 @@ def claim_checks(records, sim_summary, premise, a2a) -> tuple[list[Claim], dict[
                         "end-to-end GPU-cluster training; the simulator has not run")
             claims.append(Claim(**base, status=NOT_TESTABLE, evidence=evidence))
         elif claim["id"] in ("imbalance", "fluctuation"):
-            if not records:
-                claims.append(Claim(**base, status=NOT_RUN, evidence="no complete records"))
-                continue
-            check = premise[claim["id"]]
-            detail.update(check)
-            values = check["per_setting"]
-            contra, support = check["thresholds"]
-            what = ("second-half max/mean expert load" if claim["id"] == "imbalance"
-                    else "TV between consecutive windows / noise floor")
-            evidence = (f"{what}, mean over seeds: " + ", ".join(f"{n} {v:.2f}" for n, v in values.items())
-                        + f" (supported above {support:g} in every setting, contradicted below {contra:g} in every one)")
-            claims.append(Claim(**base, status=check["status"], evidence=evidence, effect=min(values.values()),
-                                interval=(min(values.values()), max(values.values())),
-                                unit=f"{what}: smallest setting, range over (gate, E) settings"))
+            if records:
+                detail.update(premise[claim["id"]])
+            claims.append(premise_claim(base, claim["id"], records, premise.get(claim["id"]), DATASET))
+            for dataset, (recs, checks) in (extra or {}).items():
+                check = checks[claim["id"]] if checks else None
+                details[f"{claim['id']}@{dataset}"] = {"tested_as": claim["tested_as"], **(check or {})}
+                claims.append(premise_claim(base, claim["id"], recs, check, dataset))
         elif claim["id"] == "replication_a2a":
             detail.update(a2a)
             if not a2a.get("per_share"):
@@ -183,27 +244,68 @@ def claim_checks(records, sim_summary, premise, a2a) -> tuple[list[Claim], dict[
     return claims, details
 
 
-def premise_blocks(records: dict[str, dict[str, Any]]) -> list[Any]:
-    header = ["setting", "test PPL", "imbalance max/mean (all steps)", "first half", "second half", "TV consecutive",
+def premise_table(records: dict[str, dict[str, Any]], dataset: str) -> Table:
+    """One dataset's premise statistics per setting (mean ± std over seeds); WikiText-2 reports test PPL, Tiny
+    Shakespeare (no test part) its validation loss in nats per character."""
+    quality, metric, digits = (("test PPL", "test_ppl", 0) if dataset == DATASET
+                               else ("valid loss (nats/char)", "valid_loss", 3))
+    header = ["setting", quality, "imbalance max/mean (all steps)", "first half", "second half", "TV consecutive",
               "noise floor", "TV / floor", "Spearman consecutive", "Spearman 5 windows apart", "hot-expert changes",
               "dropped", "wall time (all seeds)"]
     rows = []
     for name, r in records.items():
         def v(m: str, d: int = 2, r: dict = r) -> str:
             return fmt(seed_values(r, m), d)
-        rows.append([name, v("test_ppl", 0), v("imbalance_mean"), v("imbalance_first_half"),
+        rows.append([name, v(metric, digits), v("imbalance_mean"), v("imbalance_first_half"),
                      v("imbalance_second_half"), v("tv_consecutive", 3), v("tv_noise_floor", 3), v("tv_over_noise", 1),
                      v("spearman_consecutive"), v("spearman_lagged"), v("hot_expert_changes", 1),
                      v("dropped_fraction", 3), f"{r['wall_seconds'] / 60:.1f} min"])
+    return Table(header, rows)
+
+
+def protocol_words(records: dict[str, dict[str, Any]], dataset: str) -> str:
     any_r = next(iter(records.values()))
     p = any_r["config"]["paper"]["protocol"]
     steps = any_r["runs"][0]["train"]["steps"]
-    return ["## 1. The premise, measured", Table(header, rows),
+    return (f"{steps} optimiser steps per seed, batch {p['batch_size']} x {p['seq_len']} {UNITS[dataset]}, "
+            f"{p['trace_sources']} trace sources (one sequence each).")
+
+
+def premise_blocks(records: dict[str, dict[str, Any]]) -> list[Any]:
+    return ["## 1. The premise, measured", premise_table(records, DATASET),
             "Read with the figure: imbalance and window-to-window change are largest early (steps 10-50) and "
             "decay as training settles and the learning rate decays linearly to 0 at the last step; the "
             "second-half figures are what a long run's steady state would look like at best.",
-            f"{steps} optimiser steps per seed, batch {p['batch_size']} x {p['seq_len']} tokens, "
-            f"{p['trace_sources']} trace sources (one sequence each)."]
+            protocol_words(records, DATASET)]
+
+
+def char_premise_blocks(records: dict[str, dict[str, Any]], folder: Path) -> list[Any]:
+    """Tiny Shakespeare's premise section: the same statistics on nanoGPT's CPU protocol (cosine schedule to min_lr,
+    random windows), and the same figure; judged by the same rule (the Verdicts table's second rows)."""
+    dataset = "tinyshakespeare"
+    return [f"### {PREMISE_DATASETS[dataset]}",
+            "The same traces and statistics on the character-level protocol (conf/dataset/tinyshakespeare.yaml: "
+            "nanoGPT's CPU run, random 64-character windows, learning rate cosine-decayed to its floor), narrowed to "
+            "the E = 8 settings (conf/paper/flexmoe.yaml); validation loss in nats per character, as nanoGPT reports.",
+            premise_table(records, dataset), protocol_words(records, dataset),
+            Figure("premise_tinyshakespeare.png", draw=lambda: plot_premise(records, folder),
+                   caption="premise_tinyshakespeare", dpi=110)]
+
+
+def comparison_table(by_dataset: dict[str, tuple[dict[str, Any], dict[str, Any]]]) -> Table:
+    """The premise side by side: per dataset, each claim's per-setting means, their range and the verdict."""
+    rows = []
+    for dataset, (records, checks) in by_dataset.items():
+        for claim_id in ("imbalance", "fluctuation"):
+            c = checks[claim_id]
+            v = c["per_setting"]
+            rows.append([PREMISE_DATASETS[dataset], claim_id, ", ".join(f"{n} {x:.2f}" for n, x in v.items()),
+                         f"[{min(v.values()):.2f}, {max(v.values()):.2f}]", c["status"],
+                         scale_words(records, dataset).removeprefix("at this scale: ")])
+    return Table(["dataset", "claim", "mean over seeds per setting", "range over settings", "status", "scale"], rows,
+                 note="imbalance: second-half max/mean expert load (supported above 1.5 in every setting, contradicted "
+                      "below 1.1 in every one); fluctuation: TV between consecutive 10-step windows over its noise "
+                      "floor (supported above 2, contradicted below 1.2). Same rule, same code, per dataset.")
 
 
 def simulation_blocks(sim: dict[str, Any], sim_summary: dict[str, Any]) -> list[Any]:
@@ -339,17 +441,20 @@ def plot_a2a(a2a_raw: dict[str, Any]) -> Any:
 
 
 def build(results: PaperResults) -> PaperReport | None:
-    """The page from the wikitext2 records (None without any), their traces and the side files where present."""
-    found = results.models(DATASET)
+    """The page from the wikitext2 and tinyshakespeare records (None without either), their traces and the side
+    files where present."""
+    found, found_ts = results.models(DATASET), results.models("tinyshakespeare")
     records = {name: found[name] for name in ORDER if name in found}
-    if not records:
+    ts = {name: found_ts[name] for name in ORDER if name in found_ts}
+    if not records and not ts:
         return None
     sim, a2a_raw = results.side_file("simulation.json"), results.side_file("replica_a2a.json")
     premise = premise_checks(records)
+    ts_premise = premise_checks(ts) if ts else None
     sim_summary = simulation_summary(sim)
     a2a = a2a_check(a2a_raw)
-    claims, details = claim_checks(records, sim_summary, premise, a2a)
-    any_r = next(iter(records.values()))
+    claims, details = claim_checks(records, sim_summary, premise, a2a, {"tinyshakespeare": (ts, ts_premise)})
+    any_r = next(iter((records or ts).values()))
     seeds = len(any_r["runs"])
     window = any_r["config"]["paper"]["protocol"]["window"]
     intro = ("Traces: the shared WikiText-2 GPT-MoE (2 MoE layers, d 128; replications/moe/lm.py), every step's "
@@ -357,10 +462,23 @@ def build(results: PaperResults) -> PaperReport | None:
              f"(replications/flexmoe/train.py). Windows of {window} steps; TV = total-variation distance between "
              "consecutive windows' load shares; noise floor = the same distance for two multinomial draws from one "
              "share vector (replications/flexmoe/stats.py). Mean ± std over seeds, mean over the two layers.")
+    if ts:
+        intro += (" The premise also on character-level Tiny Shakespeare (4 MoE layers, d 128; mean over its four "
+                  "layers), beside WikiText-2's, each verdict naming its scale.")
     folder = results.folder
     blocks: list[Any] = ["# FlexMoE on CPU: routing traces, a placement simulator (modelled), a replicated expert "
-                         "(measured)", intro, *premise_blocks(records),
-                         Figure("premise.png", draw=lambda: plot_premise(records, folder), caption="premise", dpi=110)]
+                         "(measured)", intro]
+    if records:
+        blocks += [*premise_blocks(records),
+                   Figure("premise.png", draw=lambda: plot_premise(records, folder), caption="premise", dpi=110)]
+    else:
+        blocks += ["## 1. The premise, measured", "WikiText-2: no complete records."]
+    if ts:
+        blocks += char_premise_blocks(ts, folder)
+        both = {DATASET: (records, premise)} if records else {}
+        blocks += ["### The premise per dataset", comparison_table({**both, "tinyshakespeare": (ts, ts_premise)})]
+    else:
+        blocks += [f"Tiny Shakespeare (character level): not run yet ({RUN_TS})."]
     if sim is not None:
         blocks += simulation_blocks(sim, sim_summary)
     blocks += a2a_blocks(a2a_raw, a2a)
@@ -368,8 +486,10 @@ def build(results: PaperResults) -> PaperReport | None:
     blocks += ["## How each claim was tested",
                Table(["claim", "tested as"], [[c["text"], c["tested_as"]] for c in paper["claims"]],
                      note="The measured effect of each is under Verdicts; the numbers behind it in claims.json "
-                          "(data.checks)."),
+                          "(data.checks; another dataset's premise under '<claim>@<dataset>')."),
                f"Hardware: {any_r['environment']['hardware']['cpu']}, "
                f"{any_r['environment']['hardware']['torch_threads']} torch thread(s) per run, shared 2-core machine."]
     return PaperReport(blocks=blocks, claims=claims,
-                       data={"checks": details, "simulation_summary": sim_summary})
+                       data={"checks": details, "simulation_summary": sim_summary,
+                             "premise_scale": {d: scale_words(r, d) for d, r in ((DATASET, records),
+                                                                                 ("tinyshakespeare", ts)) if r}})
