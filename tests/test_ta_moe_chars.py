@@ -209,6 +209,17 @@ def test_an_arm_above_the_bigram_floor_makes_both_claims_untestable():
     assert [c.status for c in claims.values()] == ["not run"] * 2
 
 
+def test_an_arm_below_the_floor_but_within_the_margin_is_still_untestable():
+    # 2.300 is below the bigram (2.484) but not 0.3 below it (2.184): EvoMoE's rule, replications/moe/charfloor.py
+    ta = char_record("ta_moe", {1: 1.702, 2: 2.300, 3: 1.708}, near=7)
+    claims, _ = char_claims(ta, char_record("gshard", GS, near=4))
+    assert [c.status for c in claims.values()] == ["not testable here"] * 2
+    assert all("0.3 nats/char below" in c.evidence and "ta_moe 2.300" in c.evidence for c in claims.values())
+    ta = char_record("ta_moe", {1: 1.702, 2: 2.180, 3: 1.708}, near=7)  # just past the margin: judged
+    claims, _ = char_claims(ta, char_record("gshard", GS, near=4))
+    assert "not testable here" not in [c.status for c in claims.values()]
+
+
 def test_the_page_shows_both_datasets_verdicts(tmp_path):
     from replications.ta_moe import report
     from shared.paper_report import PaperResults

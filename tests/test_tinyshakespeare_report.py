@@ -7,7 +7,8 @@ import statistics
 
 import pytest
 
-from replications.evomoe import charreport, report
+from replications.evomoe import report
+from replications.moe import charfloor
 from shared.paper_report import PaperResults, Table
 from tests.conftest import needs_mirror
 
@@ -70,6 +71,6 @@ def test_an_arm_above_the_floor_is_said_and_no_records_no_section():
 
 @needs_mirror
 def test_the_character_bigram_floor_on_the_mirror(fresh_cache):
-    floor = charreport.bigram_floor()
+    floor = charfloor.bigram_floor()
     # far below a uniform guess over 65 characters (4.17) and above nanoGPT's dense run (1.88)
     assert 2.3 < floor < 2.7

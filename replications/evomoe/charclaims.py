@@ -1,8 +1,8 @@
 """EvoMoE's claims on character-level Tiny Shakespeare: when they can be judged, the scale they are judged at, and
 the speed claim (report.py builds both Claims; the outperform claim is report.outperform_claim on validation loss).
 
-Judged only when every run of every arm ends ``char_floor_margin`` (paper.yaml, with its reason) nats/char below
-the character bigram floor (charreport.bigram_floor); otherwise `not testable here`, as on WikiText-2.
+Judged only when every run of every arm ends 0.3 nats/char below the character bigram floor (the MoE layer's
+charfloor.py: the margin, its reason and the floor); otherwise `not testable here`, as on WikiText-2.
 
 The v1 abstract's "reaches Switch's validation perplexity 2.0x faster", per seed: Switch's steps to its own final
 validation-subset loss (its first curve point at or below it) divided by EvoMoE's steps to that same loss
@@ -24,6 +24,7 @@ import torch
 from omegaconf import OmegaConf
 
 from replications.evomoe import REPLICATION, charbench, speedup
+from replications.moe import charfloor
 from shared.data.tinyshakespeare import EXPECTED
 from shared.paper_report import Claim, Table
 from shared.stats import summarize
@@ -35,18 +36,10 @@ PAPER_SCALE = "GPT-MoE 1.5B on OpenWebText"
 UNIT = "x (Switch's steps / EvoMoE's to Switch's final validation loss, geometric mean over seeds)"
 
 
-def untestable(records: dict[str, dict[str, Any]], floor: float | None, margin: float) -> str | None:
-    """Why the claims cannot be judged on these records (None: every run of every arm ends at least ``margin``
+def untestable(records: dict[str, dict[str, Any]], floor: float | None) -> str | None:
+    """Why the claims cannot be judged on these records (None: every run of every arm ends charfloor.MARGIN_NATS
     nats/char below the bigram's validation loss ``floor``)."""
-    if floor is None:
-        return "the character bigram floor is unknown, so no arm is known to have learned more than character pairs"
-    worst = {name: max(run["metrics"]["valid_loss"] for run in r["runs"]) for name, r in records.items()}
-    short = {name: loss for name, loss in worst.items() if loss > floor - margin}
-    if not short:
-        return None
-    return (f"not every arm ends {margin:g} nats/char below the character bigram ({floor:.3f}; paper.yaml "
-            f"char_floor_margin says why): worst seed of " + ", ".join(f"{n} {v:.3f}" for n, v in short.items())
-            + f", so the comparison says nothing about {PAPER_SCALE}")
+    return charfloor.untestable(records, floor, f"so the comparison says nothing about {PAPER_SCALE}")
 
 
 def parameters(record: dict[str, Any]) -> tuple[int, int]:

@@ -21,16 +21,6 @@ DATASET = "tinyshakespeare"
 Floor = Callable[[], float | None]
 
 
-def bigram_floor() -> float:
-    """The Kneser-Ney character bigram's validation loss (nats/char), fitted on the whole train part (the arms read
-    1.5 epochs of it in random windows). Without the data this raises DataError, as WikiText-2's floor does."""
-    from replications.evomoe.ngram import kneser_ney_bigram_ppl
-    from shared.data import tinyshakespeare
-
-    corpus = tinyshakespeare.load()
-    return math.log(kneser_ney_bigram_ppl(corpus.train, corpus.valid, len(corpus.vocab)))
-
-
 def _ci(a: dict[str, float], digits: int = 3) -> str:
     return f"{a['mean']:.{digits}f} ± {a['std']:.{digits}f} [{a['ci95_low']:.{digits}f}, {a['ci95_high']:.{digits}f}]"
 
@@ -53,7 +43,7 @@ def model_table(records: dict[str, dict[str, Any]], floor: float | None, ref: di
                      f"{a['train_tokens_per_s']['mean']:.0f}", f"{a['mean_active_experts']['mean']:.2f}",
                      a["valid_loss"]["n"], f"{r['wall_seconds'] / 60:.1f} min"])
     if floor is not None:
-        rows.append(["bigram (Kneser-Ney counts of the train part; replications/evomoe/ngram.py)", f"{floor:.3f}", "0",
+        rows.append(["bigram (Kneser-Ney counts of the train part; replications/moe/ngram.py)", f"{floor:.3f}", "0",
                      f"{math.exp(floor):.2f}", "-", "-", "-", "-"])
     if ref is not None:
         rows.append([f"nanoGPT, dense ({ref['kind']}: {ref['source']})", f"{ref['value']:.2f}", "-", "-", "-", "-",

@@ -2,11 +2,11 @@
 they are): "accuracy" (the TA loss costs no validation loss against the GShard loss) and "ladder" (its off-node
 share is lower), each paired by seed with a 95% Student-t interval (report.paired).
 
-Judged only when every run of both arms ends below the character bigram floor (Kneser-Ney counts of the train
-part, replications/moe/ngram.py, as a validation loss in nats/char): above it the arms are still learning
-character pairs and their difference says nothing about the loss at a scale where models learn ("not testable
-here"). Each verdict names its scale: the arms' parameters (active per token, all), the characters and steps each
-run trained on, the seeds.
+Judged only when every run of both arms ends 0.3 nats/char below the character bigram floor (Kneser-Ney counts
+of the train part as a validation loss; replications/moe/charfloor.py, the rule EvoMoE's claims use, with why):
+short of it the arms have not gone far past character pairs and their difference says nothing about the loss at a
+scale where models learn ("not testable here"). Each verdict names its scale: the arms' parameters (active per
+token, all), the characters and steps each run trained on, the seeds.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from typing import Any
 import torch
 from omegaconf import OmegaConf
 
+from replications.moe import charfloor
 from shared.paper_report import Claim, Table
 from shared.verdict import INCONCLUSIVE, NOT_RUN, NOT_TESTABLE, direction_status
 
@@ -31,16 +32,6 @@ VOCAB = 65  # the protocol's characters (shared/data/tinyshakespeare.py EXPECTED
 # margin would be finer than the anchor itself is read).
 ACCURACY_MARGIN_NATS = math.log(1.02)
 Paired = Callable[[dict[str, Any], dict[str, Any], str], Any]  # report.paired: a - b per seed, or None
-
-
-def bigram_floor() -> float:
-    """The Kneser-Ney character bigram's validation loss (nats/char), fitted on the whole train part. Without the
-    data this raises DataError (make report then keeps the existing page, saying why)."""
-    from replications.moe.ngram import kneser_ney_bigram_ppl
-    from shared.data import tinyshakespeare
-
-    corpus = tinyshakespeare.load()
-    return math.log(kneser_ney_bigram_ppl(corpus.train, corpus.valid, len(corpus.vocab)))
 
 
 def parameters(record: dict[str, Any]) -> tuple[int, int]:
@@ -70,16 +61,8 @@ def scale(records: dict[str, dict[str, Any]]) -> str:
 
 
 def untestable(records: dict[str, dict[str, Any]], floor: float | None) -> str | None:
-    """Why the claims cannot be judged (None: every run of both arms ends below the bigram floor)."""
-    if floor is None:
-        return "the character bigram floor is unknown, so neither arm is known to have learned more than pairs"
-    worst = {name: max(run["metrics"]["valid_loss"] for run in r["runs"]) for name, r in records.items()}
-    above = {name: v for name, v in worst.items() if not v < floor}
-    if not above:
-        return None
-    return (f"not every run ends below the character bigram's validation loss ({floor:.3f} nats/char): worst seed "
-            "of " + ", ".join(f"{n} {v:.3f}" for n, v in above.items())
-            + "; the arms still learn character pairs, so their difference says nothing at a scale where models learn")
+    """Why the claims cannot be judged (None: every run of both arms ends charfloor.MARGIN_NATS below the floor)."""
+    return charfloor.untestable(records, floor, "so their difference says nothing at a scale where models learn")
 
 
 def _difference(d: dict[str, Any], what: str, digits: int = 4) -> str:
@@ -117,7 +100,8 @@ def claim_checks(paper_claims: list[dict[str, Any]], ta: dict[str, Any] | None, 
                                 unit="validation loss, nats/char, TA-MoE - GShard",
                                 evidence=f"{_difference(d, 'final validation loss (nats/char)')}; margin "
                                          f"+{ACCURACY_MARGIN_NATS:.4f} nats/char (= 2% of perplexity, as on "
-                                         f"WikiText-2); both arms below the bigram ({floor:.3f})"))
+                                         f"WikiText-2); every run of both arms at least {charfloor.MARGIN_NATS:g} "
+                                         f"below the bigram ({floor:.3f})"))
         else:
             claims.append(Claim(**base, status=direction_status(*d["ci95"], claimed="negative"), effect=d["mean"],
                                 interval=tuple(d["ci95"]), unit="off-node share, TA-MoE - GShard",

@@ -20,6 +20,7 @@ import numpy as np
 import yaml
 from scipy import stats as scipy_stats
 
+from replications.moe import charfloor
 from replications.ta_moe import charclaims
 from replications.ta_moe.train import mean_dispatch
 from shared.paper_report import Claim, Figure, PaperReport, PaperResults, Table
@@ -284,7 +285,7 @@ def char_part(chars: dict[str, dict[str, Any]], floor: float | None) -> tuple[li
     return blocks, claims, data
 
 
-def build(results: PaperResults, floor: Callable[[], float | None] = charclaims.bigram_floor) -> PaperReport | None:
+def build(results: PaperResults, floor: Callable[[], float | None] = charfloor.bigram_floor) -> PaperReport | None:
     """The page from the wikitext2 records (None without any), the replay's side files where present, and the
     Tiny Shakespeare records where present (`floor`: the character bigram's validation loss, read from the data)."""
     found = results.models(DATASET)
