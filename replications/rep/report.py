@@ -40,7 +40,9 @@ def base_label(record: dict[str, Any]) -> str:
     if converged(record):
         return "converged: best val at epoch " + ", ".join(f"{r['train']['best_epoch']:.1f}" for r in runs)
     hp = ((record.get("config") or {}).get("model", {}).get("per_dataset") or {}).get(record["dataset"], {})
-    return f"toy: dim {hp.get('dim', '?')}, {runs[0]['train'].get('steps', '?')} steps"
+    commits = sorted({r["git_commit"][:7] for r in runs if r.get("git_commit")})
+    at = f" (config at {', '.join(commits)})" if commits else ""  # no longer the committed recipe: name its code
+    return f"toy: dim {hp.get('dim', '?')}, {runs[0]['train'].get('steps', '?')} steps{at}"
 
 
 def _sd(values: list[float]) -> float:
@@ -77,8 +79,9 @@ def intro(records: list[dict[str, Any]]) -> str:
             "Filtered ranking over head and tail prediction, ties = mean of optimistic and pessimistic rank (OGB).\n"
             "Mean ± std over seeds; Δ = REP − base (mean over seeds). Converged bases (DistMult, ComplEx: the kbc\n"
             "1-vs-all recipe, stopped on validation MRR, best-validation embeddings) are the ones REP's claim is\n"
-            "judged on; toy bases (dim 64, 1000 steps: ~1% of the RotatE-repo training steps) are far below the\n"
-            "full-size references and REP's change on them says nothing about trained embeddings. REP α / k: the\n"
+            "judged on; toy bases (dim 64, 1000 steps: ~1% of the RotatE-repo training steps; an earlier CPU-sized\n"
+            "config and negative-sampling weight, at the commit the row names) are far below the full-size\n"
+            "references and REP's change on them says nothing about trained embeddings. REP α / k: the\n"
             "official per-dataset values (README); ComplEx uses DistMult's (no official entry). Times: wall seconds\n"
             "of base training and of REP itself, per seed.")
 
