@@ -147,7 +147,7 @@ def _paper_yaml(papers_dir: Path, paper: str, root: Path) -> dict[str, Any] | No
 
 
 def rows_of(record: dict[str, Any], paper: dict[str, Any] | None) -> list[Row]:
-    """The record's metrics (all but validation ones), compared against the paper file as it is now (the
+    """The record's metrics (all but validation ones without a reference), compared against the paper file as it is now (the
     stored comparison without one). Timings and counts are rows too: HetuMoE's metrics are all timings."""
     comparison = recompare(record, paper) if paper is not None else record["comparison"]
     hardware = (record.get("environment") or {}).get("hardware", {})
@@ -159,8 +159,8 @@ def rows_of(record: dict[str, Any], paper: dict[str, Any] | None) -> list[Row]:
             others=tuple(c.get("other_references") or ()), missing_seeds=tuple(record.get("missing_seeds") or ()),
             cpus=record_cpus(record), gpu=hardware.get("gpu"), threads=hardware.get("torch_threads"),
             wall_seconds=record.get("wall_seconds", 0.0), commits=record_commits(record))
-        for c in comparison if not is_validation(c["metric"])
-    ]
+        for c in comparison if not is_validation(c["metric"]) or c.get("reported") is not None
+    ]  # a validation metric with a reference stays: that reference is on validation (nanoGPT has no test part)
 
 
 def is_validation(metric: str) -> bool:

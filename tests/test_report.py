@@ -264,3 +264,17 @@ def test_the_page_names_its_commit_and_date_and_regenerating_gives_the_same_byte
     assert stamp in pages["README.md"].decode() and stamp in pages["index.html"].decode()
     write_report(root, plots=False)
     assert pages == {name: (root / name).read_bytes() for name in pages}
+
+
+def test_a_validation_metric_is_a_row_only_when_it_has_a_reference():
+    # nanoGPT's documented number is a validation loss (its split has no test part): that row must reach the
+    # index; an unreferenced validation metric only selects models and stays off it
+    from shared.report_data import rows_of
+
+    def entry(metric: str, reported: float | None) -> dict:
+        return {"metric": metric, "reproduced_mean": 1.9, "reproduced_std": 0.01, "n": 3, "reported": reported,
+                "status": "reproduced" if reported is not None else "no reference"}
+
+    record = {"paper": "p", "dataset": "d", "model": "m", "comparison": [
+        entry("valid_loss", 1.88), entry("valid_ppl", None), entry("val_mrr", None), entry("test_ppl", None)]}
+    assert [r.metric for r in rows_of(record, None)] == ["valid_loss", "test_ppl"]
