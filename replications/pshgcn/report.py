@@ -6,9 +6,17 @@ from the result records. paper.yaml holds no claim beyond its table numbers, whi
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+import yaml
+
+from shared.official import compare
 from shared.paper_report import PaperReport, PaperResults, Table
+from shared.records import OFFICIAL_NAME
+
+PAPER_FILE = Path(__file__).with_name("paper.yaml")
+METRICS = ("test_micro_f1", "test_macro_f1")  # the ones the official hgb/main.py prints
 
 
 def protocol(results: PaperResults, dataset: str, model: str) -> dict[str, Any]:
@@ -36,6 +44,43 @@ def table(data: list[dict[str, Any]]) -> Table:
                    f"{r['protocol_epochs_mean']:.0f}" if r["protocol_epochs_mean"] else "—", wall(r)] for r in data])
 
 
+def official_table(dataset: str, official: dict[str, Any], suite: dict[str, Any],
+                   tolerances: dict[str, float]) -> tuple[Table, dict[str, Any]]:
+    """The official code's record against the suite's PSHGCN seed by seed (seed s = the official seed s: the same
+    validation split and the RNG draws in hgb/main.py's order, paper.yaml notes), per metric."""
+    pairs = {m: compare.paired(official, suite, m) for m in METRICS}
+    seeds = pairs[METRICS[0]]["seeds"]
+    rows = [[s, *(f"{p['official'][i]:.4f} / {p['suite'][i]:.4f} ({p['differences'][i]:+.4f})"
+                  for p in pairs.values())] for i, s in enumerate(seeds)]
+    status = {m: compare.agreement(p, tolerances[m]) for m, p in pairs.items()}
+    summary = ["paired mean [95% CI]", *(
+        f"{p['mean_difference']:+.4f} [{p['ci95'][0]:+.4f}, {p['ci95'][1]:+.4f}]: {status[m]} (±{tolerances[m]:g})"
+        if p.get("ci95") else "–" for m, p in pairs.items())]
+    commit = str(official.get("commit"))[:12]
+    note = (f"results/pshgcn/{dataset}/{OFFICIAL_NAME}: `make official-pshgcn dataset={dataset}`, "
+            f"{official.get('repository')} @ {commit} with patches "
+            + ", ".join(p["path"].rsplit("/", 1)[-1] for p in official.get("patches") or [])
+            + ". The official code prints 4 decimals. Supported: the whole interval of suite - official within "
+              "±tolerance; contradicted: wholly outside.")
+    table = Table(["seed", *(f"{m}: official / suite (suite - official)" for m in METRICS)], [*rows, summary],
+                  note=note)
+    return table, {m: {**p, "status": status[m]} for m, p in pairs.items()}
+
+
+def official_part(results: PaperResults) -> tuple[list[Any], dict[str, Any]]:
+    """One seed-by-seed table per dataset that has an official-code record and a suite PSHGCN record."""
+    tolerances = yaml.safe_load(PAPER_FILE.read_text())["tolerances"]
+    blocks: list[Any] = []
+    data: dict[str, Any] = {}
+    for dataset in results.datasets():
+        official, suite = results.side_file(f"{dataset}/{OFFICIAL_NAME}"), results.record(dataset, "pshgcn")
+        if official is None or suite is None:
+            continue
+        table, data[dataset] = official_table(dataset, official, suite, tolerances)
+        blocks += [f"## {dataset}: the official code, seed by seed", table]
+    return blocks, data
+
+
 def build(results: PaperResults) -> PaperReport | None:
     bench = results.side_file("benchmark.json")
     if bench is None:
@@ -51,5 +96,7 @@ def build(results: PaperResults) -> PaperReport | None:
              f"Seconds per epoch = one training step plus the validation pass, averaged over {bench['epochs_timed']} "
              "epochs (first epoch included). Peak memory = the process's maximum resident set. The protocol columns "
              f"come from the protocol's result records ({'/'.join(map(str, seeds)) or 'no'} seeds, early stopping).")
-    return PaperReport(blocks=["# PSHGCN benchmark", intro, table(data)],
-                       data={"benchmark": data, "epochs_timed": bench["epochs_timed"], "load_average_1min": load})
+    official_blocks, official = official_part(results)
+    return PaperReport(blocks=["# PSHGCN benchmark", intro, table(data), *official_blocks],
+                       data={"benchmark": data, "epochs_timed": bench["epochs_timed"], "load_average_1min": load,
+                             "official": official})

@@ -1,0 +1,38 @@
+"""PSHGCN's page puts an official-code record beside the suite's PSHGCN seed by seed, with the paired verdict."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from replications.pshgcn import report
+from shared.paper_report import PaperResults
+
+
+def record(values: dict[int, tuple[float, float]]) -> dict:
+    return {"runs": [{"seed": s, "metrics": {"test_micro_f1": a, "test_macro_f1": b}} for s, (a, b) in values.items()],
+            "repository": "https://example.org/pshgcn", "commit": "f87406ce56ba3780", "patches": [
+                {"path": "replications/pshgcn/official/cpu-device.patch", "sha256": "0"}]}
+
+
+def results(tmp_path: Path, official: dict, suite: dict) -> PaperResults:
+    (tmp_path / "pshgcn" / "imdb").mkdir(parents=True)
+    (tmp_path / "pshgcn" / "imdb" / "official.json").write_text(__import__("json").dumps(official))
+    return PaperResults("pshgcn", tmp_path / "pshgcn", {("imdb", "pshgcn"): suite})
+
+
+def test_equal_seeds_agree_and_a_shifted_suite_is_contradicted(tmp_path):
+    theirs = {1: (74.75, 72.57), 2: (73.83, 71.06), 3: (74.66, 72.59)}
+    blocks, data = report.official_part(results(tmp_path, record(theirs), record(theirs)))
+    assert data["imdb"]["test_micro_f1"]["status"] == "supported"  # differences 0 +- 0: within the ±1 tolerance
+    assert blocks[0] == "## imdb: the official code, seed by seed" and len(blocks[1].rows) == 4  # 3 seeds + summary
+    # the suite 2 points lower on every seed, with a little noise: wholly outside ±1
+    ours = {s: (a - 2.0 + 0.01 * s, b + 0.05 * s) for s, (a, b) in theirs.items()}
+    _, data = report.official_part(results(tmp_path / "shifted", record(theirs), record(ours)))
+    assert data["imdb"]["test_micro_f1"]["status"] == "contradicted"
+    assert data["imdb"]["test_macro_f1"]["status"] == "supported"
+    assert abs(data["imdb"]["test_micro_f1"]["mean_difference"] - (-2.0 + 0.02)) < 1e-9  # hand: mean of -1.99..-1.97
+
+
+def test_no_official_record_adds_nothing(tmp_path):
+    (tmp_path / "pshgcn").mkdir()
+    assert report.official_part(PaperResults("pshgcn", tmp_path / "pshgcn", {("imdb", "pshgcn"): record({})})) == ([], {})
