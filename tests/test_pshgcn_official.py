@@ -140,13 +140,20 @@ def test_paper_yaml_block_is_complete() -> None:
     assert block["adapter"] == official.__name__
 
 
-def test_the_patch_only_moves_the_seed_loop() -> None:
-    """The one patch is listed, exists, and changes nothing but main.py's seed loop start."""
-    (patch,) = _block()["patches"]
+def _changed(patch: str) -> tuple[list[str], str]:
     text = (REPO_ROOT / patch).read_text()
-    changed = [ln for ln in text.splitlines() if ln[:1] in "+-" and not ln.startswith(("+++", "---"))]
+    return [ln for ln in text.splitlines() if ln[:1] in "+-" and not ln.startswith(("+++", "---"))], text
+
+
+def test_the_patches_only_move_the_seed_loop_and_pass_the_resolved_device() -> None:
+    """Both patches are listed and exist; one changes nothing but main.py's seed loop start, the other only adds
+    the line handing processing.py main.py's resolved device (no model, loop or hyperparameter touched)."""
+    seed, device = _block()["patches"]
+    changed, text = _changed(seed)
     assert changed[0] == "-    for i in range(1,args.run+1):"
     assert changed[1].startswith("+    for i in range(args.seed, args.seed+args.run):")
     assert len(changed) == 2 and "a/hgb/main.py" in text
+    changed, text = _changed(device)
+    assert len(changed) == 1 and changed[0].startswith("+    args.device = device  #") and "a/hgb/main.py" in text
     listed = {Path(p).name for p in _block()["patches"]}
     assert listed == {p.name for p in (REPO_ROOT / "replications" / "pshgcn" / "official").glob("*.patch")}
