@@ -96,7 +96,7 @@ def kind_legend() -> list[tuple[str, str]]:
 # The first screen: each paper's central claims and numbers, one short line each, coloured by tone.
 MARK = {"good": "🟢", "bad": "🔴", "neutral": "⚪"}  # the Markdown page's colour
 TONE_WORDS = {tone: ", ".join(s for s, t in TONE.items() if t == tone) for tone in ("good", "bad", "neutral")}
-CLAIM_CHARS, EVIDENCE_CHARS, UNIT_CHARS = 54, 44, 22
+CLAIM_CHARS, EVIDENCE_CHARS, UNIT_CHARS = 48, 40, 20
 VERDICTS_NOTE = ("Each paper's central claims (every claim testable here, else its first) and its headline numbers "
                  "that have a reference, in a few words; the full text is in the tables below and on each paper's page.")
 NUMBERS_NOTE = ("**Numbers**: each paper's headline number and every number that has a reference, whatever its status "

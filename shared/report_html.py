@@ -34,9 +34,9 @@ td.num { text-align: right; white-space: nowrap; font-variant-numeric: tabular-n
 .good { color: var(--ok); background: #1a7f3714; } .bad { color: var(--bad); background: #cf222e14; }
 .neutral { color: var(--none); }
 .meta { font-size: 0.8rem; color: var(--none); margin: 0 0 0.4rem; }
-table.verdicts { width: 100%; table-layout: fixed; font-size: 0.8rem; line-height: 1.25; margin: 0; }
-table.verdicts col.paper { width: 6.6rem; } table.verdicts col.status { width: 9rem; }
-table.verdicts td { padding: 0.08rem 0.3rem; overflow-wrap: anywhere; }
+table.verdicts { width: 100%; table-layout: fixed; font-size: 0.76rem; line-height: 1.2; margin: 0; }
+table.verdicts col.paper { width: 6.6rem; } table.verdicts col.status { width: 8.6rem; }
+table.verdicts td { padding: 0.02rem 0.3rem; overflow-wrap: anywhere; }  /* tight rows: every verdict on the first screen */
 table.verdicts tr.first td { border-top: 2px solid #8886; }
 table.verdicts .ev { color: var(--none); }
 table.verdicts .ev::before { content: "— "; }

@@ -179,7 +179,7 @@ def test_no_loss_within_the_margin_and_fewer_off_node_tokens_are_supported():
                                                                                                            abs=1e-4)
     assert acc.effect == pytest.approx(0.002) and "nats/char" in acc.unit
     assert ladder.status == "supported" and ladder.effect == pytest.approx(1 / 8 - 1 / 2)
-    assert all(c.text.endswith("(Tiny Shakespeare, character level)") for c in claims.values())
+    assert all(c.text.endswith("(Tiny Shakespeare)") for c in claims.values())
     # the scale, in words: active parameters (by hand above), characters and steps per run
     assert "0.81M active per token" in acc.scale and "1.536M training characters in 2000 steps" in acc.scale
 
@@ -232,7 +232,7 @@ def test_the_page_shows_both_datasets_verdicts(tmp_path):
     page = report.build(PaperResults("ta_moe", tmp_path, records), floor=lambda: FLOOR)
     assert [c.status for c in page.claims] == ["not testable here", "not run", "supported", "supported",
                                                "supported", "supported"]
-    assert [c.text.endswith("character level)") for c in page.claims] == [False] * 4 + [True] * 2
+    assert [c.text.endswith("(Tiny Shakespeare)") for c in page.claims] == [False] * 4 + [True] * 2
     assert page.data["tinyshakespeare"]["checks"]["bigram_valid_loss"] == FLOOR
     text = render_page("ta_moe", page)
     assert "## Character-level Tiny Shakespeare" in text and "tinyshakespeare_dispatch.png" in text

@@ -58,7 +58,7 @@ def test_char_section_with_floor_reference_and_paired_differences():
     assert data["every_arm_below_floor"] is True and data["bigram_valid_loss"] == 2.48
     # WikiText-2's claims as they were, then this dataset's two (judged in tests/test_evomoe_charclaims.py)
     assert [c.as_json() for c in page.claims[:2]] == [c.as_json() for c in build({}).claims]
-    assert [c.text.endswith("(Tiny Shakespeare, character level)") for c in page.claims] == [False] * 2 + [True] * 2
+    assert [c.text.endswith("(Tiny Shakespeare)") for c in page.claims] == [False] * 2 + [True] * 2
 
 
 def test_an_arm_above_the_floor_is_said_and_no_records_no_section():

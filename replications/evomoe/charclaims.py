@@ -25,13 +25,14 @@ from omegaconf import OmegaConf
 
 from replications.evomoe import REPLICATION, charbench, speedup
 from replications.moe import charfloor
+from replications.moe.corpora import CHAR_CLAIM_SUFFIX
 from shared.data.tinyshakespeare import EXPECTED
 from shared.paper_report import Claim, Table
 from shared.stats import summarize
 from shared.verdict import NOT_RUN, NOT_TESTABLE, direction_status
 
 DATASET = "tinyshakespeare"
-ON = " (Tiny Shakespeare, character level)"  # the claims' text suffix: the first screen keeps a short parenthesis
+ON = CHAR_CLAIM_SUFFIX  # the claims' text suffix: the first screen keeps a short parenthesis
 PAPER_SCALE = "GPT-MoE 1.5B on OpenWebText"
 UNIT = "x (Switch's steps / EvoMoE's to Switch's final validation loss, geometric mean over seeds)"
 

@@ -18,6 +18,7 @@ import numpy as np
 import yaml
 from scipy import stats as sstats
 
+from replications.moe.corpora import CHAR_CLAIM_SUFFIX
 from replications.moe.lm import GPT
 from shared.paper_report import Claim, Figure, PaperReport, PaperResults, Table
 from shared.stats import percentile_interval, resample_indices
@@ -27,6 +28,8 @@ DATASET = "wikitext2"  # the paper-like protocol: the simulator, the testbed and
 PREMISE_DATASETS = {"wikitext2": "WikiText-2", "tinyshakespeare": "Tiny Shakespeare (character level)"}
 UNITS = {"wikitext2": "tokens", "tinyshakespeare": "characters"}
 SHORT = {"wikitext2": "WikiText-2", "tinyshakespeare": "Tiny Shakespeare"}  # in a verdict's scale
+# a second dataset's claim text ends with its name (as EvoMoE's and TA-MoE's do); WikiText-2's text stays as it was
+TEXT_SUFFIX = {"tinyshakespeare": CHAR_CLAIM_SUFFIX}
 RUN_TS = "make replicate-flexmoe dataset=tinyshakespeare model=switch_e8,gshard_e8"  # conf/paper/flexmoe.yaml header
 PAPER = Path(__file__).with_name("paper.yaml")
 ORDER = ["switch_e8", "switch_e16", "gshard_e8", "gshard_e16"]
@@ -224,7 +227,8 @@ def claim_checks(records, sim_summary, premise, a2a,
             for dataset, (recs, checks) in (extra or {}).items():
                 check = checks[claim["id"]] if checks else None
                 details[f"{claim['id']}@{dataset}"] = {"tested_as": claim["tested_as"], **(check or {})}
-                claims.append(premise_claim(base, claim["id"], recs, check, dataset))
+                on = {**base, "text": f"{base['text']}{TEXT_SUFFIX[dataset]}"}  # one line per dataset, named
+                claims.append(premise_claim(on, claim["id"], recs, check, dataset))
         elif claim["id"] == "replication_a2a":
             detail.update(a2a)
             if not a2a.get("per_share"):

@@ -12,6 +12,9 @@ from replications.moe import wikitext
 from shared.data import tinyshakespeare
 
 LOADERS: dict[str, Callable[[], Any]] = {"wikitext2": wikitext.load, "tinyshakespeare": tinyshakespeare.load}
+# The suffix of a claim judged on Tiny Shakespeare (EvoMoE, TA-MoE, FlexMoE: one verdict line per dataset on the
+# first screen, so short; the section and the scale words say "character level"). WikiText-2's texts have none.
+CHAR_CLAIM_SUFFIX = " (Tiny Shakespeare)"
 
 
 def load_for(dataset: str, paper: str, supported: Sequence[str]) -> Any:

@@ -20,11 +20,12 @@ import torch
 from omegaconf import OmegaConf
 
 from replications.moe import charfloor
+from replications.moe.corpora import CHAR_CLAIM_SUFFIX
 from shared.paper_report import Claim, Table
 from shared.verdict import INCONCLUSIVE, NOT_RUN, NOT_TESTABLE, direction_status
 
 DATASET = "tinyshakespeare"
-ON = " (Tiny Shakespeare, character level)"  # the claims' text suffix: one claim per dataset on the page
+ON = CHAR_CLAIM_SUFFIX  # the claims' text suffix: one claim per dataset on the page
 VOCAB = 65  # the protocol's characters (shared/data/tinyshakespeare.py EXPECTED)
 # "No loss of accuracy" at most 2% of perplexity, the tolerance WikiText-2's claim uses (report.ACCURACY_MARGIN),
 # in the loss's own unit: ln(1.02) = 0.0198 nats/char. Fixed before any Tiny Shakespeare record existed; it does

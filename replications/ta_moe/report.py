@@ -270,7 +270,7 @@ def char_part(chars: dict[str, dict[str, Any]], floor: float | None) -> tuple[li
               f"The same emulated cluster and gates; {checks['scale']}. Claims judged here: accuracy (validation "
               f"loss, margin +{charclaims.ACCURACY_MARGIN_NATS:.4f} nats/char) and ladder, only when every run of both "
               "arms ends below the character bigram (otherwise not testable here); their verdicts are under Verdicts, "
-              "marked (Tiny Shakespeare, character level).",
+              "marked (Tiny Shakespeare).",
               charclaims.table(chars, floor),
               Figure(f"{charclaims.DATASET}_dispatch.png", draw=lambda: plot(chars, charclaims.DATASET),
                      caption=f"{charclaims.DATASET}_dispatch", dpi=120)]
