@@ -49,7 +49,8 @@ def plan_configs(paper: str, overrides: list[str]) -> list[tuple[str, str, DictC
     plan = paper_conf.replicate
     chosen = {o.split("=", 1)[0]: o.split("=", 1)[1] for o in overrides if "=" in o}
     datasets = chosen["dataset"].split(",") if "dataset" in chosen else list(plan.datasets)
-    models = chosen["model"].split(",") if "model" in chosen else list(plan.models)
+    # models_for: a dataset whose protocol runs fewer arms (flexmoe's Tiny Shakespeare: the E = 8 ones only)
+    per_dataset = plan.get("models_for") or {}
     for dataset in datasets:
         if dataset not in paper_conf.datasets:
             raise ConfigError(f"dataset '{dataset}' is not a {paper} dataset; "
@@ -58,6 +59,7 @@ def plan_configs(paper: str, overrides: list[str]) -> list[tuple[str, str, DictC
     configs = []
     with initialize_config_dir(config_dir=str(REPO_ROOT / "conf"), version_base="1.3"):
         for dataset in datasets:
+            models = chosen["model"].split(",") if "model" in chosen else list(per_dataset.get(dataset, plan.models))
             for model in models:
                 choice = model_choice(paper, list(plan.models), model, dataset)
                 cfg = compose("config", overrides=[f"paper={paper}", f"dataset={dataset}", f"model={choice}", *rest])

@@ -26,7 +26,7 @@ from tests.conftest import CONF, compose_cfg, needs_mirror
 from tests.runs import run_of
 from tests.test_flexmoe_protocol import tiny_results  # WikiText-2 records with a planted, moving hot expert
 
-NARROWED = ["dataset=tinyshakespeare", "model=switch_e8,gshard_e8"]  # conf/paper/flexmoe.yaml's header command
+NARROWED = ["dataset=tinyshakespeare"]  # conf/paper/flexmoe.yaml's header command: replicate.models_for narrows it
 TINY = ["paper=flexmoe", "dataset=tinyshakespeare", "tracker=none", "paper.protocol.steps=6",
         "paper.protocol.batch_size=6", "paper.protocol.seq_len=8", "paper.protocol.d_model=16", "paper.protocol.heads=2",
         "paper.protocol.layers=2", "paper.protocol.warmup_steps=2", "paper.protocol.curve_points=2",
@@ -51,7 +51,9 @@ def char_corpus(n: int = 4000, vocab: int = 65) -> SimpleNamespace:
 
 def test_the_narrowed_plan_is_nanogpts_cpu_run_with_one_trace_source_per_sequence():
     configs = plan_configs("flexmoe", NARROWED)
-    assert [(d, m) for d, m, _ in configs] == [("tinyshakespeare", "switch_e8"), ("tinyshakespeare", "gshard_e8")]
+    # the result names (records: results/flexmoe/tinyshakespeare/<name>.json)
+    assert [(d, cfg.model.name) for d, _, cfg in configs] == [("tinyshakespeare", "switch_e8"),
+                                                              ("tinyshakespeare", "gshard_e8")]
     for _, _, cfg in configs:
         p = cfg.paper.protocol
         assert (p.steps, p.batch_size, p.seq_len, p.layers, p.d_model, list(p.seeds)) == (2000, 12, 64, 4, 128, [1, 2, 3])
@@ -62,6 +64,14 @@ def test_the_narrowed_plan_is_nanogpts_cpu_run_with_one_trace_source_per_sequenc
     for _, _, cfg in configs:  # equal active parameters per token, ~0.81M as EvoMoE's TS arms
         _, active = active_parameters(REPLICATION.build_model(run_of(cfg), data), cfg)
         assert 0.80e6 < active < 0.83e6, (cfg.model.name, active)
+
+
+def test_models_for_narrows_only_its_dataset_and_model_still_wins():
+    assert [m for _, m, _ in plan_configs("flexmoe", ["dataset=wikitext2"])] == [
+        "flexmoe", "flexmoe_switch_e16", "flexmoe_gshard_e8", "flexmoe_gshard_e16"]  # WikiText-2: all four arms
+    both = [(d, m) for d, m, _ in plan_configs("flexmoe", ["dataset=wikitext2,tinyshakespeare"])]
+    assert both[-2:] == [("tinyshakespeare", "flexmoe"), ("tinyshakespeare", "flexmoe_gshard_e8")] and len(both) == 6
+    assert [m for _, m, _ in plan_configs("flexmoe", ["dataset=tinyshakespeare", "model=switch_e16"])] == ["switch_e16"]
 
 
 def test_wikitext2_protocol_is_the_one_its_records_hold():
@@ -161,7 +171,7 @@ def test_the_premise_is_judged_per_dataset_and_wikitext2_keeps_its_verdicts(tmp_
     wt2 = tiny_results(folder)  # a hot expert that moves every 10 steps: both premises supported
     alone = report.build(PaperResults("flexmoe", folder, wt2))
     assert premise(alone) == [("supported", "wt2"), ("not run", "ts"), ("supported", "wt2"), ("not run", "ts")]
-    assert "model=switch_e8,gshard_e8" in alone.claims[3].evidence
+    assert "make replicate-flexmoe dataset=tinyshakespeare" in alone.claims[3].evidence  # the command to run it
 
     ts = char_results(folder, "static_hot")  # imbalanced, but the same expert every step: no fluctuation
     page = report.build(PaperResults("flexmoe", folder, {**wt2, **ts}))

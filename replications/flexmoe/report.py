@@ -30,7 +30,7 @@ UNITS = {"wikitext2": "tokens", "tinyshakespeare": "characters"}
 SHORT = {"wikitext2": "WikiText-2", "tinyshakespeare": "Tiny Shakespeare"}  # in a verdict's scale
 # a second dataset's claim text ends with its name (as EvoMoE's and TA-MoE's do); WikiText-2's text stays as it was
 TEXT_SUFFIX = {"tinyshakespeare": CHAR_CLAIM_SUFFIX}
-RUN_TS = "make replicate-flexmoe dataset=tinyshakespeare model=switch_e8,gshard_e8"  # conf/paper/flexmoe.yaml header
+RUN_TS = "make replicate-flexmoe dataset=tinyshakespeare"  # conf/paper/flexmoe.yaml header
 PAPER = Path(__file__).with_name("paper.yaml")
 ORDER = ["switch_e8", "switch_e16", "gshard_e8", "gshard_e16"]
 IMBALANCE_SUPPORT, IMBALANCE_CONTRA = 1.5, 1.1  # paper.yaml claim `imbalance`
