@@ -111,7 +111,7 @@ def test_evaluate_reports_validation_loss_and_no_test():
 def test_make_replicate_narrowed_to_the_dataset_plans_both_arms():
     from replications.replicate import plan_configs
 
-    plan = plan_configs("ta_moe", ["dataset=tinyshakespeare", "model=ta_moe,gshard"])
+    plan = plan_configs("ta_moe", ["dataset=tinyshakespeare"])  # replicate.models_for: the two arms
     assert [(d, c.model.name, c.model.topology_aware) for d, _, c in plan] == [
         ("tinyshakespeare", "ta_moe", True), ("tinyshakespeare", "gshard", False)]
     assert all(c.paper.protocol.batches == "random" and c.paper.protocol.seeds == [1, 2, 3] for _, _, c in plan)
