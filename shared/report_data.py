@@ -147,8 +147,8 @@ def _paper_yaml(papers_dir: Path, paper: str, root: Path) -> dict[str, Any] | No
 
 
 def rows_of(record: dict[str, Any], paper: dict[str, Any] | None) -> list[Row]:
-    """The record's metrics (all but validation ones without a reference), compared against the paper file as it is now (the
-    stored comparison without one). Timings and counts are rows too: HetuMoE's metrics are all timings."""
+    """The record's metrics (all but validation ones without a reference), compared against the paper file as it
+    is now (the stored comparison without one). Timings and counts are rows too: HetuMoE's metrics are all timings."""
     comparison = recompare(record, paper) if paper is not None else record["comparison"]
     hardware = (record.get("environment") or {}).get("hardware", {})
     return [

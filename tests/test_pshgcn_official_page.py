@@ -36,3 +36,10 @@ def test_equal_seeds_agree_and_a_shifted_suite_is_contradicted(tmp_path):
 def test_no_official_record_adds_nothing(tmp_path):
     (tmp_path / "pshgcn").mkdir()
     assert report.official_part(PaperResults("pshgcn", tmp_path / "pshgcn", {("imdb", "pshgcn"): record({})})) == ([], {})
+
+
+def test_an_official_record_makes_a_page_without_a_benchmark(tmp_path):
+    theirs = {1: (74.75, 72.57), 2: (73.83, 71.06)}
+    page = report.build(results(tmp_path, record(theirs), record(theirs)))  # no benchmark.json in tmp_path
+    assert page is not None and page.blocks[0] == "## imdb: the official code, seed by seed"
+    assert "benchmark" not in page.data and page.data["official"]["imdb"]["test_macro_f1"]["n"] == 2

@@ -1,7 +1,8 @@
 """PSHGCN's page as data (``build``): the speed benchmark (side file ``benchmark.json``, written by
 ``python -m replications.pshgcn.bench --out DIR``) beside the protocol's epochs per seed and wall time, taken
 from the result records. paper.yaml holds no claim beyond its table numbers, which the shared per-metric page
-(RESULTS.md) compares; without a benchmark the paper has no page of its own (None).
+(RESULTS.md) compares; and each official-code record (make official-pshgcn) seed by seed against the suite's
+PSHGCN. Without a benchmark or an official record the paper has no page of its own (None).
 """
 
 from __future__ import annotations
@@ -81,10 +82,8 @@ def official_part(results: PaperResults) -> tuple[list[Any], dict[str, Any]]:
     return blocks, data
 
 
-def build(results: PaperResults) -> PaperReport | None:
-    bench = results.side_file("benchmark.json")
-    if bench is None:
-        return None
+def bench_blocks(bench: dict[str, Any], results: PaperResults) -> tuple[list[Any], dict[str, Any]]:
+    """The speed benchmark beside the protocol's epochs and wall time, and its data."""
     data = rows(bench, results)
     env, load = bench["environment"], bench["load_average_1min"]
     hw = env["hardware"]
@@ -96,7 +95,15 @@ def build(results: PaperResults) -> PaperReport | None:
              f"Seconds per epoch = one training step plus the validation pass, averaged over {bench['epochs_timed']} "
              "epochs (first epoch included). Peak memory = the process's maximum resident set. The protocol columns "
              f"come from the protocol's result records ({'/'.join(map(str, seeds)) or 'no'} seeds, early stopping).")
+    return ["# PSHGCN benchmark", intro, table(data)], {"benchmark": data, "epochs_timed": bench["epochs_timed"],
+                                                        "load_average_1min": load}
+
+
+def build(results: PaperResults) -> PaperReport | None:
+    """The benchmark and the official-code tables, whichever exist (None: neither)."""
+    bench = results.side_file("benchmark.json")
+    blocks, data = bench_blocks(bench, results) if bench is not None else ([], {})
     official_blocks, official = official_part(results)
-    return PaperReport(blocks=["# PSHGCN benchmark", intro, table(data), *official_blocks],
-                       data={"benchmark": data, "epochs_timed": bench["epochs_timed"], "load_average_1min": load,
-                             "official": official})
+    if not blocks and not official_blocks:
+        return None
+    return PaperReport(blocks=[*blocks, *official_blocks], data={**data, "official": official})
