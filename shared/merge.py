@@ -17,23 +17,30 @@ With ``--seeds`` the record is ``complete`` only when every planned seed is in (
 lists the rest and the report flags it). ``--roots`` is the whole-protocol form, the one front-end for every
 paper: it finds every complete ``<job root>/<paper>/<dataset>/<model>.json`` (never a ``.partial.json``), groups
 them by (paper, dataset, model), merges each group against its protocol's planned seeds (from the stored
-config) and writes ``OUT_ROOT/<paper>/<dataset>/<model>.json``.
+config) and writes ``OUT_ROOT/<paper>/<dataset>/<model>.json``. A job file it cannot use (unreadable, an interrupted
+job's ``.partial.json``) is named on stderr and its seeds count as missing.
+
+Nothing is lost: a merge never replaces a finished record with one that lacks some of its seeds, is incomplete
+where it was complete, or ran another scale or config (one line naming both, exit 2); ``--force`` replaces it
+deliberately and the new record's ``replaced`` says what it replaced. The paper file must be the records' paper's.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import re
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from shared.atomic import write_json_atomic
 from shared.codeprint import code_fingerprint
 from shared.paths import PAPERS_DIR
-from shared.records import complete_records
+from shared.records import finished, is_official, read_json
 from shared.reference import compare, load_paper
 from shared.runinfo import portable_paths
+from shared.seed_list import parse_seeds
 from shared.stats import aggregate
 
 KEY = ("paper", "dataset", "model", "scale")
@@ -94,12 +101,22 @@ def check_same_code(records: list[dict[str, Any]], paper: str, allow_mixed: bool
     return out
 
 
+def check_paper_file(paper_file: Path, paper: str) -> None:
+    """A paper's references live in replications/<paper>/paper.yaml: another paper's file would find no reference
+    for these records (every status ``no reference``), so it is refused."""
+    named = Path(paper_file).parent.name
+    if named != paper:
+        raise ValueError(f"{paper_file} is paper {named!r}'s paper.yaml, but the records are paper {paper!r}'s: "
+                         f"give {PAPERS_DIR.name}/{paper}/paper.yaml")
+
+
 def merge_records(records: list[dict[str, Any]], paper_file: Path, sources: list[str] | None = None,
                   planned: list[int] | None = None, allow_mixed_code: bool = False) -> dict[str, Any]:
     full = [r for r in records if not is_partial(r)]
     if not full:
         raise ValueError("nothing to merge: give at least one finished result record (partial files only add seeds)")
     first = full[0]
+    check_paper_file(paper_file, first["paper"])
     for r in full:
         if [r.get(k) for k in KEY] != [first.get(k) for k in KEY]:
             raise ValueError(f"records disagree on {KEY}: {[r.get(k) for k in KEY]} vs {[first.get(k) for k in KEY]}")
@@ -146,30 +163,150 @@ def planned_seeds(record: dict[str, Any]) -> list[int] | None:
     return [int(s) for s in seeds] if seeds else None
 
 
+@dataclass(frozen=True)
+class Skipped:
+    """A job file the merge cannot use: its seeds count as missing in its group's record."""
+    path: Path
+    why: str
+    seeds: tuple[int, ...]  # the seeds it held or was to run, as far as they can be told; () = unknown
+    unreadable: bool = False
+
+    def line(self) -> str:
+        counted = f"seeds {list(self.seeds)} counted as missing" if self.seeds else "its seeds are unknown"
+        return f"skipped {self.path}: {self.why}; {counted}"
+
+
+SEED_IN_TEXT = re.compile(r'"seed":\s*(\d+)')  # a run's {"seed": N, ...} (or the config's seed) in a cut-off file
+
+
+def _job_seeds(record: dict[str, Any]) -> tuple[int, ...]:
+    """The seeds a job was to run: its config's ``seed``, else the seed list it ran, else its runs' seeds."""
+    config = record.get("config") or {}
+    if config.get("seed") is not None:
+        return (int(config["seed"]),)
+    return tuple(planned_seeds(record) or sorted(r["seed"] for r in record.get("runs") or []))
+
+
+def _group_key(path: Path) -> tuple[str, str, str]:
+    """(paper, dataset, model) of <root>/<paper>/<dataset>/<model>[.partial].json, from the path alone."""
+    return path.parts[-3], path.parts[-2], path.name.removesuffix(".json").removesuffix(".partial")
+
+
+def scan_jobs(roots: list[Path]) -> tuple[dict[tuple[str, str, str], list[tuple[Path, dict[str, Any]]]],
+                                          dict[tuple[str, str, str], list[Skipped]]]:
+    """Every finished record under <root>/<paper>/<dataset>/<model>.json, grouped by (paper, dataset, model), and
+    every other job file there, with why it is skipped. Official-code records (make official-*) are no job's and
+    are passed over without a word."""
+    groups: dict[tuple[str, str, str], list[tuple[Path, dict[str, Any]]]] = {}
+    skipped: dict[tuple[str, str, str], list[Skipped]] = {}
+    for root in roots:
+        for path in sorted(root.glob("*/*/*.json")):
+            if is_official(path):
+                continue
+            record, error = read_json(path)
+            if error is not None:
+                text = path.read_bytes().decode(errors="replace") if path.is_file() else ""
+                seeds = tuple(sorted({int(s) for s in SEED_IN_TEXT.findall(text)}))
+                why = f"unreadable ({error.splitlines()[0]}), e.g. cut off by a full disk or a killed copy"
+                skipped.setdefault(_group_key(path), []).append(Skipped(path, why, seeds, unreadable=True))
+            elif not isinstance(record, dict):
+                skipped.setdefault(_group_key(path), []).append(Skipped(path, "not a result record", ()))
+            elif path.name.endswith(".partial.json") or not finished(record):
+                done = sorted(r["seed"] for r in record.get("runs") or [] if isinstance(r, dict) and "seed" in r)
+                why = (f"an interrupted job's partial file (seeds {done} finished): rerun that job's command to finish it "
+                       "(it resumes), then merge again")
+                skipped.setdefault(_group_key(path), []).append(Skipped(path, why, _job_seeds(record)))
+            elif "paper" in record:
+                groups.setdefault((record["paper"], record["dataset"], record["model"]), []).append((path, record))
+    return groups, skipped
+
+
 def job_records(roots: list[Path]) -> dict[tuple[str, str, str], list[tuple[Path, dict[str, Any]]]]:
     """(paper, dataset, model) -> every complete record under <root>/<paper>/<dataset>/<model>.json."""
-    groups: dict[tuple[str, str, str], list[tuple[Path, dict[str, Any]]]] = {}
-    for root in roots:
-        for path, record in complete_records(root):  # never an interrupted job's .partial.json
-            if "paper" in record:
-                groups.setdefault((record["paper"], record["dataset"], record["model"]), []).append((path, record))
-    return groups
+    return scan_jobs(roots)[0]
+
+
+def merge_found(groups: dict[tuple[str, str, str], list[tuple[Path, dict[str, Any]]]],
+                skipped: dict[tuple[str, str, str], list[Skipped]], papers_dir: Path = PAPERS_DIR,
+                allow_mixed_code: bool = False) -> dict[tuple[str, str, str], dict[str, Any]]:
+    """Each group merged over its protocol's planned seeds plus the seeds of its skipped job files."""
+    out = {}
+    for key, found in sorted(groups.items()):
+        records = [r for _, r in found]
+        lost = skipped.get(key, [])
+        unknown = [s.path for s in lost if s.unreadable and not s.seeds]
+        if unknown:  # a seed may be lost, and no record could say which: refuse rather than call the rest complete
+            raise ValueError(f"cannot tell which seed {unknown[0]} held (unreadable, no seed in it): rerun that job "
+                             "(or delete the file if its seed is elsewhere), then merge again")
+        planned = sorted(set(planned_seeds(records[0]) or []).union(*(s.seeds for s in lost)))
+        record = merge_records(records, papers_dir / key[0] / "paper.yaml", [str(p) for p, _ in found],
+                               planned or None, allow_mixed_code)
+        if lost:
+            record["skipped_jobs"] = [{"file": portable_paths(str(s.path.resolve()), keep=4), "why": s.why,
+                                       "seeds": list(s.seeds)} for s in lost]
+        out[key] = record
+    return out
 
 
 def merge_roots(roots: list[Path], papers_dir: Path = PAPERS_DIR,
                 allow_mixed_code: bool = False) -> dict[tuple[str, str, str], dict[str, Any]]:
     """Every (paper, dataset, model) found under the job roots, merged over its protocol's planned seeds."""
-    out = {}
-    for key, found in sorted(job_records(roots).items()):
-        records = [r for _, r in found]
-        out[key] = merge_records(records, papers_dir / key[0] / "paper.yaml", [str(p) for p, _ in found],
-                                 planned_seeds(records[0]), allow_mixed_code)
+    return merge_found(*scan_jobs(roots), papers_dir, allow_mixed_code)
+
+
+def _describe(record: dict[str, Any]) -> str:
+    seeds = sorted(r["seed"] for r in record.get("runs") or [])
+    state = "complete" if record.get("complete") else f"missing seeds {record.get('missing_seeds')}"
+    return f"{len(seeds)} seeds {seeds}, scale {record.get('scale')}, {state}"
+
+
+def _differences(old: Any, new: Any, prefix: str = "") -> list[str]:
+    """Dotted keys whose values differ. Only keys both sides have are compared: a key one side lacks was added (or
+    dropped) by a change of code since, e.g. ``paper.smoke`` or ``paths``, and code changes are check_same_code's."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        return [d for k in sorted(set(old) & set(new), key=str) for d in _differences(old[k], new[k], f"{prefix}{k}.")]
+    return [] if old == new else [prefix.rstrip(".")]
+
+
+def losses(existing: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """What writing `new` over the finished record `existing` would lose ([] = nothing)."""
+    dropped = sorted({r["seed"] for r in existing.get("runs") or []} - {r["seed"] for r in new["runs"]})
+    out = [f"the merge lacks seeds {dropped}"] if dropped else []
+    if existing.get("complete") and not new.get("complete"):
+        out.append("the merge is incomplete")
+    if existing.get("scale") != new.get("scale"):
+        out.append("another scale")
+    else:
+        changed = _differences(_without_seed_choice(existing.get("config") or {}), _without_seed_choice(new.get("config") or {}))
+        if changed:
+            out.append(f"another config ({', '.join(changed[:4])}{', ...' if len(changed) > 4 else ''})")
     return out
 
 
+class ReplaceError(ValueError):
+    """Writing the merge would replace a finished record with a lesser or different one."""
+
+
+def guard(target: Path, record: dict[str, Any], force: bool) -> dict[str, Any]:
+    """`record` as it may be written over `target`: ReplaceError where a finished record there would lose something,
+    unless ``force``; then the record names what it replaced. An unreadable or unfinished file there is no result."""
+    existing, error = read_json(target) if target.is_file() else (None, None)
+    if error is not None or not isinstance(existing, dict) or not finished(existing):
+        return record
+    why = losses(existing, record)
+    if not why:
+        return record
+    if not force:
+        raise ReplaceError(f"refusing to replace {target} (existing: {_describe(existing)}) with this merge (new: "
+                           f"{_describe(record)}): {'; '.join(why)}. Write the merge to another folder, add the missing jobs, "
+                           "or pass --force to replace it (the record then names what it replaced)")
+    return {**record, "replaced": {"file": portable_paths(str(target.resolve()), keep=4), "was": _describe(existing),
+                                   "why": "; ".join(why), "how": "shared.merge --force"}}
+
+
 def main(argv: list[str]) -> int:
-    if argv[:1] == ["--roots"]:
-        return main_roots(argv[1:])
+    if "--roots" in argv:
+        return main_roots([a for a in argv if a != "--roots"])
     parser = argparse.ArgumentParser(description="merge one (paper, dataset, model)'s per-seed jobs")
     parser.add_argument("--seeds", help="planned seeds, e.g. 1,2,3,4,5: the record is complete only with all of them")
     parser.add_argument("paper_file", type=Path)
@@ -177,16 +314,27 @@ def main(argv: list[str]) -> int:
     parser.add_argument("inputs", type=Path, nargs="+")
     parser.add_argument("--allow-mixed-code", action="store_true",
                         help="merge seeds that ran different code anyway; the record is marked mixed_code")
+    parser.add_argument("--force", action="store_true",
+                        help="replace a finished OUT.json even where the merge lacks some of its seeds or ran another "
+                             "scale or config; the record then names what it replaced")
     args = parser.parse_args(argv)
-    planned = [int(s) for s in args.seeds.split(",")] if args.seeds else None
     try:
-        record = merge_records([json.loads(p.read_text()) for p in args.inputs], args.paper_file,
-                               [str(p) for p in args.inputs], planned, args.allow_mixed_code)
-    except (OSError, ValueError) as exc:  # includes MixedCodeError and unreadable JSON: say what, write nothing
+        planned = parse_seeds(args.seeds) if args.seeds is not None else None
+        records = []
+        for path in args.inputs:  # a file named on the command line is never skipped: each one must be readable
+            record, error = read_json(path)
+            if error is not None:
+                raise ValueError(f"cannot read job file {path} ({error.splitlines()[0]}): rerun that job, or leave the "
+                                 "file out and its seed stays missing (--seeds)")
+            records.append(record)
+        record = merge_records(records, args.paper_file, [str(p) for p in args.inputs], planned, args.allow_mixed_code)
+        record = guard(args.out, record, args.force)
+    except (OSError, ValueError) as exc:  # includes MixedCodeError and ReplaceError: say what, write nothing
         print(f"error: {exc}", file=sys.stderr)
         return 2
     write_json_atomic(args.out, record)
-    print(f"wrote {args.out} (seeds {[r['seed'] for r in record['runs']]}, missing {record['missing_seeds']})")
+    print(f"wrote {args.out} (seeds {[r['seed'] for r in record['runs']]}, missing {record['missing_seeds']})"
+          + (f", replacing {record['replaced']['was']}" if "replaced" in record else ""))
     return 0
 
 
@@ -196,19 +344,42 @@ def main_roots(argv: list[str]) -> int:
     parser.add_argument("out_root", type=Path, help="results folder to write <paper>/<dataset>/<model>.json in")
     parser.add_argument("roots", type=Path, nargs="+", help="job folders holding <paper>/<dataset>/<model>.json")
     parser.add_argument("--allow-mixed-code", action="store_true")
+    parser.add_argument("--force", action="store_true",
+                        help="replace finished records even where a merge lacks some of their seeds or ran another "
+                             "scale or config; each such record names what it replaced")
     args = parser.parse_args(argv)
+    missing = [str(r) for r in args.roots if not r.is_dir()]
+    if missing:
+        print(f"error: job root {missing[0]} is not a folder; give folders holding <paper>/<dataset>/<model>.json",
+              file=sys.stderr)
+        return 2
+    groups, skipped = scan_jobs(args.roots)
+    for lost in skipped.values():
+        for s in lost:
+            print(s.line(), file=sys.stderr)
     try:
-        merged = merge_roots(args.roots, allow_mixed_code=args.allow_mixed_code)
+        merged = merge_found(groups, skipped, allow_mixed_code=args.allow_mixed_code)
     except (OSError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    # Every target is checked before any is written: a refusal leaves every record as it was, and names each one.
+    targets = {key: args.out_root / key[0] / key[1] / f"{key[2]}.json" for key in merged}
+    refused = []
+    for key, record in merged.items():
+        try:
+            merged[key] = guard(targets[key], record, args.force)
+        except ReplaceError as exc:
+            refused.append(f"error: {exc}")
+    if refused:
+        print("\n".join(refused), file=sys.stderr)
         return 2
     if not merged:
         print(f"error: no complete result record under {', '.join(map(str, args.roots))}", file=sys.stderr)
         return 2
-    for (paper, dataset, model), record in merged.items():
-        target = args.out_root / paper / dataset / f"{model}.json"
-        write_json_atomic(target, record)
-        print(f"wrote {target} (seeds {[r['seed'] for r in record['runs']]}, missing {record['missing_seeds']})")
+    for key, record in merged.items():
+        write_json_atomic(targets[key], record)
+        print(f"wrote {targets[key]} (seeds {[r['seed'] for r in record['runs']]}, missing {record['missing_seeds']})"
+              + (f", replacing {record['replaced']['was']}" if "replaced" in record else ""))
     return 0
 
 

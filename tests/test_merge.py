@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from shared.merge import merge_records
@@ -13,6 +15,14 @@ PAPER = (
 )
 
 
+def _paper(tmp_path: Path) -> Path:
+    """Paper p's paper.yaml, where merge looks for it: <papers>/p/paper.yaml."""
+    path = tmp_path / "p" / "paper.yaml"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(PAPER)
+    return path
+
+
 def _record(seed: int, acc: float, complete: bool = True) -> dict:
     return {"paper": "p", "dataset": "d", "model": "m", "scale": "full", "complete": complete,
             "runs": [{"seed": seed, "metrics": {"acc": acc}}], "wall_seconds": 10.0, "data_seconds": 1.0,
@@ -20,8 +30,7 @@ def _record(seed: int, acc: float, complete: bool = True) -> dict:
 
 
 def test_merge_recomputes_aggregate_and_status(tmp_path):
-    paper = tmp_path / "paper.yaml"
-    paper.write_text(PAPER)
+    paper = _paper(tmp_path)
     merged = merge_records([_record(2, 52.0), _record(1, 50.0)], paper)
     assert [r["seed"] for r in merged["runs"]] == [1, 2]
     assert merged["aggregate"]["acc"] == summarize([50.0, 52.0])
@@ -30,8 +39,7 @@ def test_merge_recomputes_aggregate_and_status(tmp_path):
 
 
 def test_merge_refuses_duplicates_and_incomplete(tmp_path):
-    paper = tmp_path / "paper.yaml"
-    paper.write_text(PAPER)
+    paper = _paper(tmp_path)
     with pytest.raises(ValueError, match="twice"):
         merge_records([_record(1, 50.0), _record(1, 51.0)], paper)
     with pytest.raises(ValueError, match="incomplete"):
@@ -45,8 +53,7 @@ def _partial(seeds: list[int], config: dict) -> dict:
 
 
 def test_merge_takes_seeds_from_a_partial_file_with_the_same_experiment(tmp_path):
-    paper = tmp_path / "paper.yaml"
-    paper.write_text(PAPER)
+    paper = _paper(tmp_path)
     shard = _record(4, 54.0) | {"config": {"seed": None, "lr": 0.1, "paper": {"protocol": {"seeds": [4]}},
                                             "tracker": {"name": "none"}}}  # tracking is not part of the experiment
     partial = _partial([1, 2, 3], {"seed": None, "lr": 0.1, "paper": {"protocol": {"seeds": [1, 2, 3, 4, 5]}},
@@ -60,8 +67,7 @@ def test_merge_takes_seeds_from_a_partial_file_with_the_same_experiment(tmp_path
 
 
 def test_merge_refuses_a_partial_file_of_another_experiment(tmp_path):
-    paper = tmp_path / "paper.yaml"
-    paper.write_text(PAPER)
+    paper = _paper(tmp_path)
     shard = _record(4, 54.0) | {"config": {"seed": 4, "lr": 0.1}}
     with pytest.raises(ValueError, match="different config"):
         merge_records([_partial([1], {"seed": None, "lr": 0.2}), shard], paper)
