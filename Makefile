@@ -86,5 +86,7 @@ bench-%: venv
 bench-moe-comm: venv
 	$(PY) -m replications.moe.bench_comm --out results/moe $(ARGS)
 
+# Empties the data cache ($REPLICATIONS_CACHE, default ~/.cache/replications) only when the suite's marker file says
+# it is the suite's (shared.cache_marker), and says what it removed. Standard library only: no venv needed.
 clean-cache:
-	rm -rf $${REPLICATIONS_CACHE:-$$HOME/.cache/replications}
+	@$(if $(wildcard $(PY)),$(PY),python3) -m shared.cache_marker clean

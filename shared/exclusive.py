@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from shared.paths import cache_folder
+from shared.cache_marker import claim_cache
 
 BENCH_LOCK = "bench"
 LABEL = "run alone (shared.exclusive lock)"
@@ -53,7 +53,7 @@ def load_1min() -> float:
 
 
 def bench_lock_path(name: str = BENCH_LOCK) -> Path:
-    return cache_folder() / "locks" / f"{name}.lock"  # the one cache folder ($REPLICATIONS_CACHE)
+    return claim_cache() / "locks" / f"{name}.lock"  # the one cache folder ($REPLICATIONS_CACHE), marked as the suite's
 
 
 @contextmanager

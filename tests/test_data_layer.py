@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from shared.cache_marker import MARKER
 from shared.data import DataError, DatasetSpec, Packed, RemoteFile, fetch
 from shared.data.fetch import extract_zip
 
@@ -55,7 +56,8 @@ def test_checksum_mismatch_is_refused_and_nothing_is_kept(tmp_path, fresh_cache,
     message = str(err.value)
     assert "checksum mismatch" in message and spec.files[0].sha256 in message
     assert hashlib.sha256(source.read_bytes()).hexdigest() in message
-    left = [p for p in fresh_cache.rglob("*") if p.is_file() and not p.name.endswith(".lock")]  # 0-byte flocks stay
+    # 0-byte flocks stay, and the cache's own marker (shared.cache_marker)
+    left = [p for p in fresh_cache.rglob("*") if p.is_file() and not p.name.endswith(".lock") and p.name != MARKER]
     assert not left, "a refused download must leave no file"
 
 

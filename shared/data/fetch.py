@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from shared.atomic import atomic_path, current_umask
+from shared.cache_marker import claim_cache
 from shared.exclusive import file_lock, lock_beside
-from shared.paths import cache_folder
 from shared.progress import bar
 
 CHUNK = 1 << 20
@@ -82,10 +82,8 @@ def mirror_dir() -> Path | None:
 
 
 def cache_dir() -> Path:
-    """The data cache (shared.paths.cache_folder), created on first use."""
-    path = cache_folder()
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    """The data cache (shared.paths.cache_folder), created on first use and marked as the suite's (make clean-cache)."""
+    return claim_cache()
 
 
 def sha256_of(path: Path) -> str:
