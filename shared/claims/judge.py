@@ -11,12 +11,13 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from shared.claims.display import effect_text, scale_note, scale_ratio, status_text
 from shared.claims.kinds import KINDS, Outcome
-from shared.claims.spec import ClaimSpec, ClaimSpecError
-from shared.paper_report import PaperResults
+from shared.claims.spec import ClaimSpec, ClaimSpecError, load_claims
+from shared.paper_report import Claim, PaperResults
 from shared.verdict import NOT_RUN, NOT_TESTABLE, checked
 
 
@@ -157,3 +158,18 @@ def _finish(spec: ClaimSpec, base: dict[str, Any], scale_fields: dict[str, Any],
 def judge_paper(specs: list[ClaimSpec], results: PaperResults) -> list[Verdict]:
     """Every spec's verdict, per dataset where the spec says so, in paper.yaml order."""
     return [judge_claim(spec, results, dataset) for spec in specs for dataset in (spec.per_dataset or (None,))]
+
+
+def as_claim(verdict: Verdict) -> Claim:
+    """The verdict as the page, claims.json, the index and the terminal carry it (shared.paper_report.Claim)."""
+    words = verdict.short + (f" ({verdict.dataset})" if verdict.dataset and verdict.dataset not in verdict.short else "")
+    return Claim(text=verdict.text, source=verdict.source, verified=verdict.verified, status=verdict.status,
+                 evidence=verdict.evidence, kind=verdict.source_kind, effect=verdict.effect, interval=verdict.interval,
+                 unit=verdict.unit, scale=verdict.scale.get("text", ""), id=verdict.id, short=words,
+                 dataset=verdict.dataset, n=verdict.n, caveat=verdict.caveat, reached_scale=verdict.scale,
+                 claim_scale=verdict.claim_scale, scale_ratio=verdict.scale_ratio, scale_note=verdict.scale_note)
+
+
+def paper_claims(paper_file: Path, results: PaperResults) -> list[Claim]:
+    """Every claim of one paper.yaml judged on its records: what a paper's report() puts in PaperReport.claims."""
+    return [as_claim(v) for v in judge_paper(load_claims(paper_file, results.paper), results)]
