@@ -48,3 +48,12 @@ def untestable(records: dict[str, dict[str, Any]], floor: float | None, conseque
     return (f"not every run ends {margin:g} nats/char below the character bigram ({floor:.3f}; "
             "replications/moe/charfloor.py says why): worst seed of "
             + ", ".join(f"{n} {v:.3f}" for n, v in short.items()) + f", {consequence}")
+
+
+def requirement(results: Any, dataset: str | None, spec: Any) -> str | None:
+    """The claim spec's precondition (``requires: ["replications.moe.charfloor:requirement"]``): on Tiny
+    Shakespeare, why the claim's arms (``spec.arms``) cannot be judged there (None: they can; other datasets: None)."""
+    if dataset != "tinyshakespeare":
+        return None
+    records = {arm: r for arm in spec.arms if (r := results.record(dataset, arm)) is not None}
+    return untestable(records, bigram_floor(), "so the comparison says nothing about the claim")
