@@ -14,7 +14,9 @@ code: they are excluded, and the output lists them and why. A record whose metri
 is not re-run: "nothing to compare".
 
 Exit status 0 = no compared metric differs (including "nothing to compare", which says so), 1 = a metric
-differs, 2 = an invalid request (a file that is no result, an unknown seed, an absurd --rtol).
+differs, 2 = an invalid request (a file that is no result, an unknown seed, an absurd --rtol). An official-code
+record (``official.json``, the authors' code) is not re-run here: ``make official-<paper>`` re-makes it. A merged
+record that names seeds still to run (shared.merge --seeds) is verified on the seeds it has.
 """
 
 from __future__ import annotations
@@ -32,10 +34,13 @@ from omegaconf import OmegaConf
 import replications
 from shared.config_check import one_line
 from shared.data import DataError
+from shared.merge import is_partial
 from shared.metric_ranges import is_timing
+from shared.records import finished, is_official
 from shared.replication import Replication
 from shared.runinfo import numerics, precision_of
 from shared.runner import run
+from shared.seed_list import parse_seeds as parse_seed_list
 from shared.writable import check_data_folders
 
 DEFAULT_RTOL = 1e-6  # where exactness is not expected (another ISA, or an unrecorded one) and --rtol is not given
@@ -46,7 +51,9 @@ TIMING_WHY = "a timing: it measures the machine, not the code"
 def rerun_config(record: dict[str, Any], seeds: list[int], results_dir: Path) -> Any:
     config = record.get("config")
     if not config:
-        raise ValueError("this result file stores no config (written before configs were recorded): it cannot be re-run")
+        raise ValueError(f"this result file of {record['paper']}/{record['dataset']}/{record['model']} stores no config (a "
+                         "record older than stored configs), so it cannot be re-run; re-make it with `make "
+                         f"replicate-{record['paper']} dataset={record['dataset']} model={record['model']}`")
     cfg = OmegaConf.create(config)
     for old in (cfg, cfg.scale):  # records made before the paths group held results_dir here
         old.pop("results_dir", None)
@@ -89,24 +96,26 @@ def read_record(path: Path) -> dict[str, Any]:
         record = json.loads(path.read_text())
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ValueError(f"{path} is not valid JSON ({exc}); {hint}") from exc
+    if isinstance(record, dict) and (is_official(path) or record.get("kind") == "authors_code_run"):
+        paper, dataset = record.get("paper", "<paper>"), record.get("dataset", "<dataset>")
+        raise ValueError(f"{path} is an official-code record (the authors' code run by `make official-{paper}`), not a "
+                         "result of this suite's code, so verify cannot re-run it; re-make it with `make official-"
+                         f"{paper} dataset={dataset}` (needs the network or OFFICIAL_CODE_DIR), or verify one of the "
+                         f"suite's records, e.g. results/{paper}/{dataset}/<model>.json")
+    if isinstance(record, dict) and (is_partial(record) or path.name.endswith(".partial.json")):
+        raise ValueError(f"{path} is a partial file (an interrupted run's finished seeds); rerun its command to finish "
+                         "it (it resumes from this file), then verify the result file it writes")
     missing = [k for k in ("paper", "dataset", "model", "runs") if not isinstance(record, dict) or k not in record]
     if missing:
         raise ValueError(f"{path} is not a result file (no {', '.join(missing)}); {hint}")
-    if not record.get("complete", True):
-        raise ValueError(f"{path} is a partial file (an interrupted run); re-run its command to finish it, then verify")
+    if not finished(record):
+        raise ValueError(f"{path} is a partial file (complete: false, and it names no seeds still to run); rerun its "
+                         "command to finish it, then verify")
     return record
 
 
 def parse_seeds(text: str | None) -> list[int] | None:
-    if text is None:
-        return None
-    try:
-        seeds = [int(s) for s in text.split(",")]
-    except ValueError:
-        raise ValueError(f"--seeds {text!r} is invalid: give comma-separated integers, e.g. --seeds 0,1") from None
-    if any(s < 0 for s in seeds):
-        raise ValueError(f"--seeds {text!r} is invalid: seeds are integers >= 0, e.g. --seeds 0,1")
-    return seeds
+    return None if text is None else parse_seed_list(text)
 
 
 def isa_label(n: dict[str, Any]) -> str:
@@ -157,11 +166,17 @@ def verify(path: Path, seeds: list[int] | None = None, rtol: float | None = None
     record = read_record(path)
     by_seed = {r["seed"]: r for r in record["runs"]}
     chosen = seeds if seeds is not None else sorted(by_seed)[:1]
+    to_run = record.get("missing_seeds") or []
     unknown = [s for s in chosen if s not in by_seed]
     if unknown:
-        raise ValueError(f"{path} has no seed {unknown}; its seeds: {sorted(by_seed)}")
+        still = f" (a merged record: seeds {to_run} are still to run)" if to_run else ""
+        raise ValueError(f"{path} has no seed {unknown}{still}; verify one of its seeds {sorted(by_seed)}, e.g. "
+                         f"--seeds {sorted(by_seed)[0]}")
     replication = replication or replications.get(record["paper"])  # an unknown paper is refused even with nothing to compare
     name = f"{record['paper']}/{record['dataset']}/{record['model']}"
+    if to_run:  # a merge of the seeds done so far (shared.merge --seeds): each of its seeds can be verified
+        print(f"{name}: a merged record of seeds {sorted(by_seed)} (seeds {to_run} still to run); verifying seeds {chosen}, "
+              "--seeds picks others")
     skip = {m: why for s in chosen for m, why in excluded(by_seed[s]["metrics"]).items()}
     if skip:
         print(f"{name}: excluded, {TIMING_WHY}: {', '.join(skip)}")
