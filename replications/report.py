@@ -1,8 +1,9 @@
-"""``python -m replications.report [results_dir]`` (``make report``): every page, from the result files.
+"""``python -m replications.report [results_dir] [--full]`` (``make report``): every page, from the result files.
 
 Hands each paper's ``report()`` hook to shared.report, which writes the paper pages, the shared pages and
-results/index.json; shared never imports a paper package, so the hooks come from here. Then the README's marked
-durations are rewritten from the committed records (shared.readme_times).
+results/index.json, and prints one line of counts (``--full``: every row and claim too); shared never imports a
+paper package, so the hooks come from here. Then the README's marked durations are rewritten from the committed
+records (shared.readme_times).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import sys
 
 import replications
 from shared import readme_times, report
+from shared.config_check import one_line
 from shared.paths import REPO_ROOT, RESULTS
 
 
@@ -21,11 +23,12 @@ def hooks() -> dict[str, report.Hook]:
 def main(argv: list[str]) -> int:
     try:
         code = report.main(argv, hooks=hooks())
-        if not argv:  # the committed results: the README's durations follow them (shared.readme_times)
+        if code == 0 and report.parse_args(argv).results is None:
+            # the committed results: the README's durations follow them (shared.readme_times)
             readme_times.fill(REPO_ROOT / "README.md", RESULTS)
         return code
-    except ValueError as exc:  # a paper file without a tolerance, a claims file with an unknown status
-        print(f"error: {exc}", file=sys.stderr)
+    except ValueError as exc:  # the README's duration marks
+        print(f"error: {one_line(exc)}", file=sys.stderr)
         return 2
 
 

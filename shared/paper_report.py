@@ -10,6 +10,8 @@ status from the one vocabulary (shared.verdict) and the data behind them. shared
 from __future__ import annotations
 
 import json
+import math
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -106,13 +108,31 @@ class PaperResults:
         return self.folder.parent
 
 
+def _finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def failure(record: dict[str, Any]) -> str | None:
+    """"failed: non-finite test_auc in 10 of 10 seeds" for a record whose metrics are not all finite numbers (a
+    diverged or degenerate run: NaN, inf or null), None for a sound one. Such a record is shown as failed, never as
+    ``nan ± nan``, and judged against no reference. Without per-seed metrics the stored aggregate is checked."""
+    runs = [r.get("metrics") for r in record.get("runs") or [] if isinstance(r, dict) and isinstance(r.get("metrics"), dict)]
+    bad = Counter(name for metrics in runs for name, value in metrics.items()
+                  if value is None or (isinstance(value, float) and not math.isfinite(value)))
+    found = [f"{name} in {k} of {len(runs)} seed{'s' * (len(runs) != 1)}" for name, k in bad.items()]
+    if not runs:
+        found = [name for name, agg in (record.get("aggregate") or {}).items()
+                 if isinstance(agg, dict) and not all(_finite(agg.get(k)) for k in ("mean", "std"))]
+    return f"failed: non-finite {', '.join(found)}" if found else None
+
+
 def load_paper_results(root: Path, paper: str) -> PaperResults:
-    """Complete records under <root>/<paper>/<dataset>/<model>.json (partial and side files skipped): the
-    full-scale ones where there are any (a smoke run never mixes into the protocol's page), else every one
-    (the page of a smoke run, beside it)."""
+    """Complete records under <root>/<paper>/<dataset>/<model>.json (partial and side files skipped, and failed
+    ones: non-finite metrics are not judged): the full-scale ones where there are any (a smoke run never mixes
+    into the protocol's page), else every one (the page of a smoke run, beside it)."""
     records, full = {}, {}
     for _, record in complete_records(root / paper, "*/*.json"):
-        if "dataset" in record:
+        if "dataset" in record and failure(record) is None:
             records[record["dataset"], record["model"]] = record
             if record.get("scale") == "full":
                 full[record["dataset"], record["model"]] = record

@@ -18,12 +18,14 @@ dataset, model and metric.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from shared.paths import PAPERS_DIR, RESULTS
+from shared.config_check import ConfigError
+from shared.paths import PAPERS_DIR, REPO_ROOT, RESULTS
 from shared.records import OFFICIAL_NAME, read_json
 from shared.verdict import NO_REFERENCE, NOT_REPRODUCED, REPRODUCED, number_status  # noqa: F401 (re-exported)
 
@@ -44,30 +46,119 @@ TARGET_RULES = ("highest", "lowest")
 COMMON_KEYS = {"dataset", "model", "metric", "value", "kind", "source", "verified"}
 
 
-def load_paper(path: Path, results_root: Path | None = None) -> dict[str, Any]:
-    """The paper file, checked, with the official-code records under ``results_root`` added as references
-    (default: the committed results/ when the file is one of this checkout's papers; else none)."""
-    paper = yaml.safe_load(Path(path).read_text())
+class PaperFileError(ConfigError):
+    """A paper.yaml that cannot be read or breaks its schema: the message names the file, the paper, the key and
+    the fix. A ConfigError, so every entry point (report, merge, replicate, a hand run) prints it as one line."""
+
+
+class ToleranceError(PaperFileError):
+    """A tolerance that cannot judge anything: not a number >= 0 (a negative one would fail even an exact match),
+    or missing for a metric with a known reference."""
+
+
+def _shown(path: Path) -> str:
+    """The file as a reader finds it: relative to the checkout when it is one of its files."""
+    path = Path(path)
+    try:
+        return path.resolve().relative_to(REPO_ROOT).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def _where(path: Path) -> str:
+    return f"{_shown(path)} (paper {Path(path).resolve().parent.name})"
+
+
+def read_paper_yaml(path: Path) -> dict[str, Any]:
+    """The file's mapping as written (unchecked): a YAML syntax error or an unreadable file is a PaperFileError naming
+    the file and, for a syntax error, its line (yaml alone says `in "<unicode string>"`)."""
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        at = f" line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        what = " ".join(str(part) for part in (exc.context, exc.problem) if part)
+        raise PaperFileError(f"{_where(path)}: YAML syntax error at{at}: {what}; fix that line (quote a value that "
+                             f"holds ': ' or ' #', indent with spaces, close every bracket and quote)") from None
+    except yaml.YAMLError as exc:
+        raise PaperFileError(f"{_where(path)}: not valid YAML ({' '.join(str(exc).split())}); fix the file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PaperFileError(f"{_where(path)}: cannot be read ({exc}); restore it with `git checkout -- {_shown(path)}`") \
+            from None
+    if not isinstance(data, dict):
+        raise PaperFileError(f"{_where(path)}: holds {type(data).__name__}, not a mapping; write the keys title, "
+                             f"reported and tolerances at the top level")
+    return data
+
+
+def _number(value: Any) -> bool:
+    """A finite int or float (YAML's true/false are bools, not numbers; .nan and .inf are no reference)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def check_paper(paper: dict[str, Any], path: Path) -> None:
+    """The schema every reader relies on, checked before any number is compared: types, tolerances >= 0, references
+    numeric. The first problem is a PaperFileError (or ToleranceError) naming the file, paper, key and fix."""
+    where = _where(path)
     for key in ("title", "reported", "tolerances"):
         if key not in paper:
-            raise ValueError(f"{path}: missing required key '{key}'")
+            raise PaperFileError(f"{where}: missing required key '{key}'; add it (see shared/reference.py)")
+    if not isinstance(paper["title"], str):
+        raise PaperFileError(f"{where}: title is {paper['title']!r}; write the paper's title as a string")
+    tolerances = paper["tolerances"]
+    if not isinstance(tolerances, dict):
+        raise ToleranceError(f"{where}: tolerances is {tolerances!r}; write a mapping metric: number ({{}} for none)")
+    for metric, tol in tolerances.items():
+        if tol is not None and (not _number(tol) or tol < 0):
+            raise ToleranceError(f"{where}: tolerances.{metric} is {tol!r}; write the absolute difference allowed, "
+                                 f"a number >= 0 in the metric's units (e.g. 0.5), or null for none")
+    if not isinstance(paper["reported"], list):
+        raise PaperFileError(f"{where}: reported is {paper['reported']!r}; write a list of entries ([] for none)")
     seen = set()
-    for entry in paper["reported"]:
+    for i, entry in enumerate(paper["reported"]):
+        if not isinstance(entry, dict):
+            raise PaperFileError(f"{where}: reported[{i}] is {entry!r}; write a mapping {{dataset, model, metric, "
+                                 f"value, kind, source, verified}}")
         missing = COMMON_KEYS - entry.keys()
         if missing:
-            raise ValueError(f"{path}: reported entry {entry} lacks {sorted(missing)}")
+            raise PaperFileError(f"{where}: reported entry {entry} lacks {sorted(missing)}")
+        for key in ("dataset", "model", "metric", "kind"):
+            if not isinstance(entry[key], str):
+                raise PaperFileError(f"{where}: reported[{i}].{key} is {entry[key]!r}; write a name (a string)")
+        label = f"reported[{i}] ({entry['dataset']}/{entry['model']} {entry['metric']})"
+        for key in ("value", "std"):
+            value = entry.get(key)
+            if value is not None and (not _number(value) or (key == "std" and value < 0)):
+                bound = " >= 0" if key == "std" else ""
+                raise PaperFileError(f"{where}: {label}.{key} is {value!r}; write a number{bound} (no units or %), "
+                                     f"or null when it is not known")
+        if entry["verified"] is not None and not isinstance(entry["verified"], bool):
+            raise PaperFileError(f"{where}: {label}.verified is {entry['verified']!r}; write true or false")
         if entry["kind"] not in KINDS:
-            raise ValueError(f"{path}: reported entry {entry} has kind '{entry['kind']}'; valid: {', '.join(KINDS)}")
+            raise PaperFileError(f"{where}: reported entry {entry} has kind '{entry['kind']}'; valid: {', '.join(KINDS)}")
         missing = {k for k in KIND_KEYS.get(entry["kind"], set()) if entry.get(k) in (None, "", {})}
         if missing and entry["value"] is not None:  # an unknown value has no copy or run to describe
-            raise ValueError(f"{path}: a '{entry['kind']}' reference must give {sorted(missing)} (missing or null): {entry}")
+            raise PaperFileError(f"{where}: a '{entry['kind']}' reference must give {sorted(missing)} (missing or null): "
+                                 f"{entry}")
         key = (entry["dataset"], entry["model"], entry["metric"], entry["kind"])
         if key in seen:
-            raise ValueError(f"{path}: two '{entry['kind']}' references for {key[:3]}: keep one per kind")
+            raise PaperFileError(f"{where}: two '{entry['kind']}' references for {key[:3]}: keep one per kind")
         seen.add(key)
-    for metric, rule in (paper.get("targets") or {}).items():
+    targets = paper.get("targets") or {}
+    if not isinstance(targets, dict):
+        raise PaperFileError(f"{where}: targets is {targets!r}; write a mapping metric: highest or lowest")
+    for metric, rule in targets.items():
         if rule not in TARGET_RULES:
-            raise ValueError(f"{path}: targets.{metric} is '{rule}'; valid: {', '.join(TARGET_RULES)}")
+            raise PaperFileError(f"{where}: targets.{metric} is '{rule}'; valid: {', '.join(TARGET_RULES)}")
+
+
+def load_paper(path: Path, results_root: Path | None = None) -> dict[str, Any]:
+    """The paper file, checked (check_paper), with the official-code records under ``results_root`` added as
+    references (default: the committed results/ when the file is one of this checkout's papers; else none).
+    Every reader of a paper.yaml (report, merge, a run) comes here, so a bad file is refused by each the same way."""
+    paper = read_paper_yaml(path)
+    check_paper(paper, path)
     folder = Path(path).resolve().parent
     if results_root is None and folder.parent == PAPERS_DIR:
         results_root = RESULTS
@@ -88,7 +179,7 @@ def official_references(results_root: Path, paper: str) -> list[dict[str, Any]]:
         rel = f"results/{paper}/{path.parent.name}/{OFFICIAL_NAME}"
         if error or not isinstance(record, dict) or record.get("complete") is not True \
                 or not isinstance(record.get("aggregate"), dict):
-            raise ValueError(f"{rel}: not a complete official-code record ({error or 'no aggregate or not complete'}); "
+            raise ConfigError(f"{rel}: not a complete official-code record ({error or 'no aggregate or not complete'}); "
                              f"re-run `make official-{paper} dataset={path.parent.name}` or delete it")
         seeds = [r.get("seed") for r in record.get("runs") or []]
         cpu = (record.get("environment") or {}).get("hardware", {}).get("cpu")
@@ -144,10 +235,6 @@ def target(paper: dict[str, Any], metric: str, entries: list[dict[str, Any]]) ->
 def reported_for(paper: dict[str, Any], dataset: str, model: str) -> dict[str, dict[str, Any]]:
     """metric -> the entry the status is computed against."""
     return {m: target(paper, m, es) for m, es in references_for(paper, dataset, model).items()}
-
-
-class ToleranceError(ValueError):
-    """A metric has a known reference but its paper file declares no tolerance to judge it with."""
 
 
 def _status(mean: float, value: float | None, tol: float | None, metric: str = "", paper: str = "") -> tuple[str, float | None]:

@@ -9,18 +9,25 @@ Writes, all atomically, in this order:
    number that has a reference, and the claims in full), results/index.html (the same, plots inline),
    results/<paper>/RESULTS.md (every metric) with its reproduced_vs_reported.png, and results/index.json/.csv.
 Only finished full-scale files (``"complete": true``, or a merge naming its missing seeds) reach the shared tables;
-partial ones are listed as unfinished.
+partial ones are listed as unfinished, and finished ones with a non-finite metric as failed (never ``nan ± nan``).
+Before anything is written, every paper.yaml is checked (shared.reference.load_paper) and the folder must hold
+result files: a bad file or a mistyped folder is one line (exit 2) and the pages stay as they are.
+The terminal gets one line of counts; ``--full`` prints every row and claim as well.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
+import os
 import sys
+from collections import Counter
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from shared import progress
 from shared.atomic import write_json_atomic, write_text_atomic
+from shared.config_check import one_line
 from shared.data import DataError
 from shared.paper_report import PaperReport, PaperResults, load_paper_results
 from shared.paths import RESULTS
@@ -33,6 +40,7 @@ from shared.report_md import render_index, render_paper
 from shared.report_paper import write_paper
 from shared.report_plot import plot_paper
 from shared.stats import aggregate
+from shared.verdict import CLAIM_STATUSES, NUMBER_STATUSES
 
 ROOT = RESULTS
 Hook = Callable[[PaperResults], PaperReport | None]
@@ -45,6 +53,20 @@ def fresh_aggregate(record: dict) -> dict | None:
     if not runs or any(not isinstance(m, dict) or set(m) != set(runs[0]) for m in runs):
         return None
     return aggregate(runs)
+
+
+class ReportError(ValueError):
+    """A results folder the report cannot build pages from; the message says which and what to give instead."""
+
+
+def check_inputs(root: Path, papers_dir: Path) -> None:
+    """Refuse, before any page or record is written: a folder holding no result files (a mistyped path would
+    otherwise get a complete-looking site with zero papers), or any paper.yaml that fails its check."""
+    if not root.is_dir() or not any(root.glob("*/*/*.json")):
+        why = "does not exist" if not root.exists() else "holds no result files (<paper>/<dataset>/<model>.json)"
+        raise ReportError(f"{root} {why}; give the results folder (default: results/), or run a paper first")
+    for path in sorted(papers_dir.glob("*/paper.yaml")):
+        load_paper(path, results_root=root)  # a PaperFileError names the file, the paper, the key and the fix
 
 
 def refresh_comparisons(root: Path, papers_dir: Path) -> list[Path]:
@@ -90,6 +112,7 @@ def write_report(root: Path = ROOT, papers_dir: Path | None = None, plots: bool 
                  hooks: Mapping[str, Hook] | None = None) -> Report:
     """Build every page under ``root`` (paper.yaml files from ``papers_dir``, default ``root/../replications``)."""
     papers_dir = papers_dir or root.parent / "replications"  # the checkout holding this results folder
+    check_inputs(root, papers_dir)
     refresh_comparisons(root, papers_dir)
     write_paper_pages(root, hooks or {}, plots=plots)
     report = build_report(root, papers_dir)
@@ -110,14 +133,52 @@ def summary(report: Report) -> str:
     lines += ["verdicts (the first screen):"] + [verdict_line(v) for s in report.papers for v in verdicts(s)]
     if report.without_results:
         lines.append(f"no results yet: {', '.join(report.without_results)}")
+    lines += [f"failed run: {failed}" for failed in report.failed]
     return "\n".join(lines)
 
 
+def counts_line(report: Report, root: Path) -> str:
+    """The terminal's one line: papers, numbers and claims counted by status, anything left out, and the page."""
+    def by_status(statuses: tuple[str, ...], found: list[str]) -> str:
+        counted = Counter(found)
+        return f" ({', '.join(f'{counted[s]} {s}' for s in statuses if counted[s])})" if found else ""
+
+    rows = [r.status for s in report.papers for r in s.rows]
+    claims = [c.status for s in report.papers for c in s.claims]
+    parts = [f"{len(report.papers)} papers", f"{len(rows)} numbers{by_status(NUMBER_STATUSES, rows)}",
+             f"{len(claims)} claims{by_status(CLAIM_STATUSES, claims)}"]
+    if report.failed:  # named here too: a failed run is news, not a count to look up
+        names = [f.split(": ", 1)[0] for f in report.failed]
+        parts.append(f"{len(names)} failed ({', '.join(names[:3])}{', …' if len(names) > 3 else ''})")
+    for label, items in (("unfinished", report.unfinished), ("unreadable", report.unreadable),
+                         ("without results", report.without_results)):
+        if items:
+            parts.append(f"{len(items)} {label}")
+    page = root / "index.html"
+    if page.is_absolute() and not os.path.relpath(page).startswith(".."):
+        page = Path(os.path.relpath(page))  # results/index.html from the checkout, as make report runs it
+    return f"report: {', '.join(parts)} -> {page.as_posix()}"
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m replications.report",
+                                     description="Build every results page from the result files.")
+    parser.add_argument("results", nargs="?", type=Path, default=None, help="the results folder (default: results/)")
+    parser.add_argument("--full", action="store_true", help="also print every row and claim (the pages' words)")
+    return parser.parse_args(argv)
+
+
 def main(argv: list[str] | None = None, hooks: Mapping[str, Hook] | None = None) -> int:
-    root = Path(argv[0]) if argv else ROOT
-    report = write_report(root, hooks=hooks)
-    print(summary(report))
-    print(f"wrote {root / 'README.md'}, {root / 'index.html'}, {root / 'index.json'} and per-paper pages")
+    args = parse_args(argv or [])
+    root = args.results or ROOT
+    try:
+        report = write_report(root, hooks=hooks)
+    except ValueError as exc:  # a bad paper.yaml, a folder without results, a claims file with an unknown status
+        print(f"error: {one_line(exc)}", file=sys.stderr)
+        return 2
+    if args.full:
+        print(summary(report))
+    print(counts_line(report, root))
     return 0
 
 

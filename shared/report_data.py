@@ -12,10 +12,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from shared.metric_ranges import check_record
-from shared.paper_report import CLAIMS_NAME, Claim
+from shared.paper_report import CLAIMS_NAME, Claim, failure
 from shared.records import finished, is_official, read_json
 from shared.reference import load_paper, recompare
 from shared.verdict import NO_REFERENCE, NOT_REPRODUCED, REPRODUCED, checked
@@ -82,15 +82,23 @@ class Report:
     papers: list[PaperSection]
     unfinished: list[str] = field(default_factory=list)  # "<path>: k of n seeds done"
     unreadable: list[str] = field(default_factory=list)  # "<path>: <error>"
+    failed: list[str] = field(default_factory=list)  # "<path>: failed: non-finite <metric> in k of n seeds"
     machines: dict[str, list[str]] = field(default_factory=dict)  # CPU -> "paper/dataset/model" it ran
     without_results: tuple[str, ...] = ()  # paper packages with no complete full-scale record yet
     commit: str | None = None  # the commit checked out when the pages were made (None: not a git checkout)
     date: str = ""  # that commit's date (YYYY-MM-DD), so that regenerating at one commit gives the same bytes
 
 
-def scan(root: Path) -> tuple[list[dict[str, Any]], list[str], list[str]]:
-    """(complete full-scale records, unfinished runs, unreadable files) under results/<paper>/<dataset>/."""
-    records, unfinished, unreadable = [], [], []
+class Scan(NamedTuple):
+    records: list[dict[str, Any]]  # complete full-scale records with finite metrics: the tables' rows
+    unfinished: list[str]
+    unreadable: list[str]
+    failed: list[str]  # complete full-scale records with a non-finite metric: listed, never judged
+
+
+def scan(root: Path) -> Scan:
+    """(complete full-scale records, unfinished runs, unreadable files, failed records) under results/<paper>/<dataset>/."""
+    records, unfinished, unreadable, failed = [], [], [], []
     for path in sorted(root.glob("*/*/*.json")):
         if is_official(path):
             continue  # the authors' code run: a reference (shared.reference.official_references), not a record
@@ -104,9 +112,12 @@ def scan(root: Path) -> tuple[list[dict[str, Any]], list[str], list[str]]:
             if path.name.endswith(".partial.json"):
                 unfinished.append(f"{rel}: {len(record.get('runs', []))} of {_planned_seeds(record)} seeds done")
         elif record.get("scale") == "full":
+            if (why := failure(record)) is not None:  # NaN metrics (a diverged run) would print as nan ± nan
+                failed.append(f"{rel}: {why}")
+                continue
             check_record(record, rel)  # an impossible stored value (an F1 of 150) is an error naming the file
             records.append(record)
-    return records, unfinished, unreadable
+    return Scan(records, unfinished, unreadable, failed)
 
 
 def load_results(root: Path) -> list[dict[str, Any]]:
@@ -238,15 +249,16 @@ def generation_stamp(root: Path) -> tuple[str | None, str]:
 
 
 def build_report(root: Path, papers_dir: Path) -> Report:
-    records, unfinished, unreadable = scan(root)
+    records, unfinished, unreadable, failed = scan(root)
     papers = [section(root, paper, [r for r in records if r["paper"] == paper], papers_dir)
               for paper in sorted({r["paper"] for r in records})]
     packages = sorted(p.parent.name for p in papers_dir.glob("*/paper.yaml"))
-    without = tuple(p for p in packages if p not in {s.paper for s in papers})
+    failed_papers = {f.split("/", 1)[0] for f in failed}  # listed as failed, so not "no results yet"
+    without = tuple(p for p in packages if p not in {s.paper for s in papers} | failed_papers)
     machines: dict[str, list[str]] = {}
     for r in records:
         for cpu in record_cpus(r):
             machines.setdefault(cpu, []).append(f"{r['paper']}/{r['dataset']}/{r['model']}")
     commit, date = generation_stamp(root)
-    return Report(papers=papers, unfinished=unfinished, unreadable=unreadable, machines=dict(sorted(machines.items())),
-                  without_results=without, commit=commit, date=date)
+    return Report(papers=papers, unfinished=unfinished, unreadable=unreadable, failed=failed,
+                  machines=dict(sorted(machines.items())), without_results=without, commit=commit, date=date)

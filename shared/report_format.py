@@ -18,6 +18,8 @@ INTRO = (
     "no reference value is known to us, never guessed."
 )
 COUNTS_HEADER = "paper's rows: reproduced / not / no ref"
+# A complete record whose metrics are not all finite (a diverged run): listed under this title, never in a table.
+FAILED_TITLE = "Failed runs (a non-finite metric: not in the tables, judged against no reference; rerun the cell)"
 
 
 def digits(mean: float) -> int:

@@ -188,6 +188,8 @@ def render_html(report: Report) -> str:
         body.append(_list("Unfinished runs (not in the tables; make replicate-<paper> resumes them)", report.unfinished))
     if report.unreadable:
         body.append(_list("Unreadable result files (not in the tables)", report.unreadable))
+    if report.failed:
+        body.append(_list(f.FAILED_TITLE, report.failed))
     body += [_paper_section(s) for s in report.papers]
     return ("<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"

@@ -34,6 +34,8 @@ def index(report: Report) -> dict[str, Any]:
         "rows": [row_entry(r) for s in report.papers for r in s.rows],
         "claims": [{"paper": s.paper, **c.as_json()} for s in report.papers for c in s.claims],
         "papers_without_results": list(report.without_results),
+        # only when there are any, so that a results folder without one keeps its committed bytes
+        **({"failed_records": list(report.failed)} if report.failed else {}),
     }
 
 

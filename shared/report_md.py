@@ -97,6 +97,9 @@ def render_index(report: Report) -> str:
     if report.unreadable:
         parts.append("**Unreadable result files** (not in the tables):\n")
         parts += [f"- {u}" for u in report.unreadable] + [""]
+    if report.failed:
+        parts.append(f"**{f.FAILED_TITLE}**:\n")
+        parts += [f"- {u}" for u in report.failed] + [""]
     for s in report.papers:
         parts += _paper_section(s)
     return "\n".join(parts)

@@ -6,10 +6,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
 from shared.official import OfficialError
 from shared.paths import PAPERS_DIR, REPO_ROOT, cache_folder
+from shared.reference import PaperFileError, read_paper_yaml
 
 PLACEHOLDERS = ("python", "seed", "data_dir", "out_dir")
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
@@ -55,7 +54,10 @@ def load_spec(paper: str, papers_dir: Path = PAPERS_DIR) -> OfficialSpec:
     if not path.exists():
         known = sorted(p.parent.name for p in papers_dir.glob("*/paper.yaml"))
         raise OfficialError(f"unknown paper '{paper}'; valid: {', '.join(known)}")
-    block = (yaml.safe_load(path.read_text()) or {}).get("official")
+    try:
+        block = read_paper_yaml(path).get("official")  # a YAML syntax error names the file and its line
+    except PaperFileError as exc:
+        raise OfficialError(str(exc)) from None
     where = f"{_shown(path)} official"
     if not isinstance(block, dict):
         raise OfficialError(f"{_shown(path)} has no `official:` block; add one (see shared/official/__init__.py)")
