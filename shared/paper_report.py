@@ -39,9 +39,25 @@ class Claim:
     interval: tuple[float, float] | None = None
     unit: str = ""
     scale: str = ""  # where the verdict holds only at the scale measured: that scale, in words
+    # From a claim spec (shared.claims): its id, the hand-written short sentence, the dataset of a per-dataset
+    # verdict, the units behind the interval, the reference's caveat, and the scale reached beside the claim's.
+    id: str = ""
+    short: str = ""
+    dataset: str | None = None
+    n: int = 0
+    caveat: str = ""
+    reached_scale: dict[str, Any] = field(default_factory=dict)
+    claim_scale: dict[str, Any] = field(default_factory=dict)
+    scale_ratio: float | None = None
+    scale_note: str = ""  # 'at 0.81M params (claim: 1.5B)': reached far below the claim's scale
 
     def __post_init__(self) -> None:
         checked(self.status)
+
+    @property
+    def display_status(self) -> str:
+        """The status word, with the scale it was reached at where that is far below the claim's."""
+        return f"{self.status} {self.scale_note}" if self.scale_note else self.status
 
     def as_json(self) -> dict[str, Any]:
         out = asdict(self)
