@@ -10,7 +10,7 @@ PAPERS := $(patsubst replications/%/paper.yaml,%,$(wildcard replications/*/paper
 # `make replicate-pshgcn dataset=acm` narrows a replication to one dataset (or model=...).
 NARROW := $(if $(dataset),dataset=$(dataset)) $(if $(model),model=$(model))
 
-.PHONY: venv test smoke report verify lint clean-cache $(addprefix replicate-,$(PAPERS))
+.PHONY: venv test smoke report readme-times verify lint clean-cache $(addprefix replicate-,$(PAPERS))
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml constraints.txt
@@ -20,8 +20,9 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 	$(PY) -m pip install -q -c constraints.txt -e '.[dev]'
 	touch $@
 
+# --durations=20: the 20 slowest tests, so a slow one is seen (issue 38).
 test: venv
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --durations=20
 
 lint: venv
 	$(VENV)/bin/ruff check shared replications tests
@@ -42,10 +43,19 @@ smoke: venv
 	for p in $$papers; do echo "$(PY) -m replications.replicate $$p scale=smoke tracker=none $(NARROW)"; \
 	$(PY) -m replications.replicate $$p scale=smoke tracker=none $(NARROW) || exit 1; done
 
-# One explicit rule per paper (make never applies pattern rules to .PHONY targets).
+# Every key=value on the make command line reaches the run as an override (make replicate-gaga dataset=tolokers
+# tracker=none device=cuda seed=1): a name with a small letter is a config key (the run refuses an unknown one in one
+# line); names in capitals (ARGS, VENV, REPLICATIONS_MIRROR, WANDB_MODE) are make's or the environment's.
+lowercase = $(strip $(foreach c,a b c d e f g h i j k l m n o p q r s t u v w x y z,$(findstring $(c),$(1))))
+CLI_OVERRIDES = $(foreach v,$(filter-out dataset model,$(sort $(.VARIABLES))),$(if $(and $(filter command line,$(origin \
+	$(v))),$(call lowercase,$(v))),'$(subst ','\'',$(v)=$($(v)))'))
+
+# One explicit rule per paper (make never applies pattern rules to .PHONY targets). Ctrl-C: the run prints one line
+# (exit 130) and the recipe ends quietly, so make stops on the interrupt without adding its own "*** Error 130".
 define REPLICATE_RULE
 replicate-$(1): venv
-	$$(PY) -m replications.replicate $(1) $$(NARROW) $$(ARGS)
+	@trap 'interrupted=1' INT; $$(PY) -m replications.replicate $(1) $$(NARROW) $$(CLI_OVERRIDES) $$(ARGS) \
+	|| { status=$$$$?; test -n "$$$$interrupted" || exit $$$$status; }
 endef
 $(foreach p,$(PAPERS),$(eval $(call REPLICATE_RULE,$(p))))
 
@@ -62,6 +72,11 @@ verify: venv
 
 report: venv
 	$(PY) -m replications.report
+
+# The README's durations come from results/timings.json, not from the last run: this re-measures them from the
+# committed records (make readme-times load="alone on the machine"; the load is stated in the file).
+readme-times: venv
+	$(PY) -m shared.readme_times $(if $(load),--load "$$load")
 
 # Hydra multirun over the grid in conf/sweep/<paper>.yaml (or SWEEP=<name>: conf/sweep/<name>.yaml; override its
 # dataset with dataset=...).

@@ -43,10 +43,40 @@ def write_json_atomic(target: Path, obj: Any) -> None:
     write_text_atomic(target, json.dumps(obj, indent=2, sort_keys=False, default=str) + "\n")
 
 
-def save_figure_atomic(fig, target: Path, dpi: float | None = None) -> None:
-    """Write a matplotlib figure as a PNG atomically, then close it (open figures pile up over a sweep)."""
+class _Unchanged(Exception):
+    """Raised inside atomic_path to drop the new file: the old one shows the same image."""
+
+
+def same_image(new: Path, old: Path) -> bool:
+    """Equal bytes, or equal pixels (PNG compressors differ between machines: an equal image is not re-written)."""
+    from PIL import Image, UnidentifiedImageError
+
+    if not old.is_file():
+        return False
+    if new.read_bytes() == old.read_bytes():
+        return True
+    try:
+        with Image.open(new) as a, Image.open(old) as b:
+            return (a.mode, a.size) == (b.mode, b.size) and a.tobytes() == b.tobytes()
+    except (OSError, UnidentifiedImageError):
+        return False
+
+
+def save_figure_atomic(fig, target: Path, dpi: float | None = None) -> bool:
+    """Write a matplotlib figure as a PNG atomically, then close it (open figures pile up over a sweep); True when
+    written. Nothing of the machine goes in (matplotlib's default style, not a local matplotlibrc; no 'Software'
+    version stamp), and a file already showing the same pixels is left untouched, mtime and all (issue 38: `make
+    report` rewrote unchanged figures)."""
     import matplotlib.pyplot as plt
 
-    with atomic_path(target) as tmp:
-        fig.savefig(tmp, format="png", dpi=dpi)
-    plt.close(fig)
+    try:
+        with atomic_path(target) as tmp:
+            with plt.style.context("default"):
+                fig.savefig(tmp, format="png", dpi=dpi, metadata={"Software": None})
+            if same_image(tmp, Path(target)):
+                raise _Unchanged
+    except _Unchanged:
+        return False
+    finally:
+        plt.close(fig)
+    return True

@@ -10,12 +10,18 @@ stays legible when a page scales it to an 800 px screen. The bounds of a metric'
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from shared.atomic import save_figure_atomic
 from shared.report_data import Row
 
 MAX_COLS, PANEL_W, PANEL_H, DPI = 3, 3.2, 2.6, 100
+# The font matplotlib bundles, named outright, and a fixed SVG id salt: no figure depends on the fonts or the
+# matplotlibrc of the machine that draws it.
+FIXED_RC = {"font.family": "DejaVu Sans", "svg.hashsalt": "replications"}
 MARKERS = "osv^<>PXh"
 CI_SUFFIXES = ("_ci_low", "_ci_high")
 
@@ -36,6 +42,19 @@ def error_bar(row: Row, bounds: dict[tuple[str, str, str], list[float | None]]) 
     return max(0.0, row.mean - low), max(0.0, high - row.mean)
 
 
+@contextmanager
+def fixed_style() -> Iterator[Any]:
+    """pyplot under matplotlib's default style plus FIXED_RC, whatever the local matplotlibrc says: a figure created
+    inside renders to the same pixels on any machine (issue 38: `make report` re-rendered figures differently)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    with plt.style.context("default"), matplotlib.rc_context(FIXED_RC):
+        yield plt
+
+
 def _model_order(rows: list[Row], headline_models: tuple[str, ...]) -> list[str]:
     present = {r.model for r in rows}
     return [m for m in headline_models if m in present] + sorted(present - set(headline_models))
@@ -44,11 +63,11 @@ def _model_order(rows: list[Row], headline_models: tuple[str, ...]) -> list[str]
 def plot_paper(paper: str, rows: list[Row], headline_models: tuple[str, ...], out: Path) -> None:
     """Reproduced mean per model (x) and dataset (marker) with its interval (± std over seeds where the record
     has no interval of its own); the reference value as a red diamond."""
-    import matplotlib
+    with fixed_style() as plt:
+        _draw(paper, rows, headline_models, out, plt)
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
+def _draw(paper: str, rows: list[Row], headline_models: tuple[str, ...], out: Path, plt: Any) -> None:
     bounds: dict[tuple[str, str, str], list[float | None]] = {}
     for r in rows:
         if (found := interval_of(r.metric)) is not None:

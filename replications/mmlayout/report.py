@@ -318,26 +318,31 @@ def example_arms(details: dict[str, dict[int, dict[str, Any]]], seed: int, doc_i
 def plot_example(predicted: dict[str, list[str]], seed: int, doc_id: str) -> Any:
     """Gold entities beside mmLayout's and the control's predicted entities (first common seed) on one test form;
     a solid box is an exact match, dashed a wrong type or span. Reads the form's image from FUNSD."""
-    import matplotlib
     from PIL import Image
 
     from replications.mmlayout.data import LABELS as TAGS
     from replications.mmlayout.data import load
     from replications.mmlayout.metrics import entities
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from matplotlib.patches import Rectangle
+    from shared.report_plot import fixed_style
 
     form = next(f for f in load()["test"] if f.doc_id == doc_id)
     image = np.asarray(Image.open(form.image_path).convert("L"))
     gold = entities([TAGS[t] for t in form.tags])
     panels = [("gold entities", gold, None)]
     panels += [(f"{LABELS[n]}, seed {seed}", entities(tags), gold) for n, tags in predicted.items()]
+    with fixed_style() as plt:  # the same pixels on any machine (shared.report_plot)
+        return _draw_example(plt, image, form, panels, doc_id)
+
+
+def _draw_example(plt: Any, image: np.ndarray, form: Any, panels: list, doc_id: str) -> Any:
+    from matplotlib.patches import Rectangle
+
     fig, axes = plt.subplots(1, len(panels), figsize=(5.0 * len(panels), 6.6))
     for ax, (title, ents, ref) in zip(axes, panels):
         ax.imshow(image, cmap="gray")
-        for kind, a, b in ents:
+        # Sorted: a set of (kind, start, end) iterates in an order set by PYTHONHASHSEED, and overlapping boxes drawn
+        # in another order gave different pixels on every `make report` (issue 38).
+        for kind, a, b in sorted(ents):
             bx = np.asarray(form.boxes[a:b + 1])
             x0, y0, x1, y1 = bx[:, 0].min(), bx[:, 1].min(), bx[:, 2].max(), bx[:, 3].max()
             ok = ref is None or (kind, a, b) in ref
