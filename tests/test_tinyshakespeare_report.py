@@ -7,7 +7,7 @@ import statistics
 
 import pytest
 
-from replications.evomoe import report
+from replications.evomoe import measures, report
 from replications.moe import charfloor
 from shared.paper_report import PaperResults, Table
 from tests.conftest import needs_mirror
@@ -22,7 +22,7 @@ def record(dataset: str, model: str, per_seed: dict[int, float]) -> dict:
     metric = "valid_loss" if dataset == "tinyshakespeare" else "test_ppl"
     runs = [{"seed": s, "metrics": {metric: v, "valid_ppl": 2.0},
              "train": {"steps": 300, "train_tokens": 300 * 16 * 64,
-                       "curve": [{"step": 10, "valid_ppl_subset": 5.0, "active_experts": 1.0}]}} for s, v in per_seed.items()]
+                       "curve": [{"step": 300, "valid_ppl_subset": 5.0, "active_experts": 1.0}]}} for s, v in per_seed.items()]
     return {"paper": "evomoe", "dataset": dataset, "model": model, "complete": True, "scale": "full", "runs": runs,
             "wall_seconds": 600.0, "aggregate": {metric: agg(list(per_seed.values())), "valid_ppl": agg([2.0]),
                                                  "train_tokens_per_s": agg([1400.0]), "mean_active_experts": agg([1.0])},
@@ -38,8 +38,19 @@ def results(chars: dict[str, dict[int, float]]) -> PaperResults:
     return PaperResults("evomoe", report.PAPER.parent, found)
 
 
-def build(chars, floor=2.48):
-    return report.build(results(chars), floor=lambda records: None, char_floor=lambda: floor)
+MIRROR_FLOOR = charfloor.bigram_floor  # the real one, before the fixture below replaces it
+
+
+@pytest.fixture(autouse=True)
+def floors(monkeypatch):
+    """Both bigram floors without the data: WikiText-2's beaten (judged), the character one at 2.48."""
+    monkeypatch.setattr(measures, "wikitext_bigram", lambda records: {"valid_ppl": 1e9, "test_ppl": 1e9,
+                                                                      "test_ppl_full_train": 1e9})
+    monkeypatch.setattr(charfloor, "bigram_floor", lambda: 2.48)
+
+
+def build(chars):
+    return report.build(results(chars))
 
 
 def test_char_section_with_floor_reference_and_paired_differences():
@@ -56,9 +67,12 @@ def test_char_section_with_floor_reference_and_paired_differences():
     assert float(paired.rows[0][2]) == pytest.approx(0.05)
     data = page.data["tinyshakespeare"]
     assert data["every_arm_below_floor"] is True and data["bigram_valid_loss"] == 2.48
-    # WikiText-2's claims as they were, then this dataset's two (judged in tests/test_evomoe_charclaims.py)
-    assert [c.as_json() for c in page.claims[:2]] == [c.as_json() for c in build({}).claims]
-    assert [c.text.endswith("(Tiny Shakespeare)") for c in page.claims] == [False] * 2 + [True] * 2
+    # WikiText-2's verdicts as without this dataset, then this dataset's (judged in tests/test_evomoe_charclaims.py)
+    wikitext = [c.as_json() for c in page.claims if c.dataset == "wikitext2"]
+    assert wikitext == [c.as_json() for c in build({}).claims if c.dataset == "wikitext2"] and len(wikitext) == 4
+    chars = {c.id: c.status for c in page.claims if c.dataset == "tinyshakespeare"}
+    assert chars == {"beats_switch_chars": "supported", "beats_base_chars": "not run", "beats_hash_chars": "not run",
+                     "faster_chars": "not run"}  # these runs end at step 300, not the protocol's 2000
 
 
 def test_an_arm_above_the_floor_is_said_and_no_records_no_section():
@@ -71,6 +85,6 @@ def test_an_arm_above_the_floor_is_said_and_no_records_no_section():
 
 @needs_mirror
 def test_the_character_bigram_floor_on_the_mirror(fresh_cache):
-    floor = charfloor.bigram_floor()
+    floor = MIRROR_FLOOR()
     # far below a uniform guess over 65 characters (4.17) and above nanoGPT's dense run (1.88)
     assert 2.3 < floor < 2.7

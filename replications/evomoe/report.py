@@ -1,13 +1,6 @@
-"""EvoMoE's page as data (``build``): the comparison table, the claim checks and the curves.
-
-The v2 abstract's claim (EvoMoE outperforms Switch, BASE, Hash) is judged on per-seed paired differences
-(same seed = same data order) of test perplexity, baseline minus EvoMoE, with a 95% Student-t interval
-(shared.verdict.direction_status: supported above 0, contradicted at or below 0); the v1 abstract's speed
-claim on the steps to Switch's final validation perplexity (speedup.py), by its sign in every seed. Both are
-`not testable here` while every model is still worse than a count-based bigram of the same tokens (ngram.py).
-On character-level Tiny Shakespeare (where the records exist) both are judged again, one Claim each
-(``char_claims``): the first on final validation loss, paired by seed, with the same functions; the speed claim
-on the ratio of steps with an interval (charclaims.py), each only where every arm clears the bigram floor widely.
+"""EvoMoE's page as data (``build``): the claims, judged from paper.yaml by shared.claims (EvoMoE's own parts, the
+steps to Switch's loss, the WikiText-2 bigram precondition and the scale, in measures.py), then per dataset the
+models against the bigram floor, the paired differences to EvoMoE, the steps to Switch's final loss and the curves.
 """
 
 from __future__ import annotations
@@ -19,190 +12,52 @@ from typing import Any
 
 import numpy as np
 import yaml
-from scipy import stats
 
-from replications.evomoe import charclaims, charreport, speedup
+from replications.evomoe import measures, speedup
 from replications.moe import charfloor
-from shared.paper_report import Claim, Figure, PaperReport, PaperResults, Table
-from shared.verdict import CONTRADICTED, INCONCLUSIVE, NOT_RUN, NOT_TESTABLE, SUPPORTED, direction_status, sign_status
+from shared.claims import paper_claims
+from shared.claims.intervals import student_t
+from shared.paper_report import Figure, PaperReport, PaperResults, Table
+from shared.verdict import INCONCLUSIVE, direction_status
 
 PAPER = Path(__file__).with_name("paper.yaml")
-DATASET = "wikitext2"
+DATASET, CHARS = "wikitext2", "tinyshakespeare"
 ORDER = ["evomoe", "dense", "switch", "gshard", "hash", "base"]
 CLAIM_BASELINES = ["switch", "base", "hash"]  # StableMoE is named by the paper but not implemented here
-REGIME = "the paper's regime (GPT-MoE on OpenWebText)"
-Floor = Callable[[dict[str, dict[str, Any]]], dict[str, float] | None]
+Column = tuple[str, Callable[[dict[str, Any]], Any]]
 
 
-def per_seed(record: dict[str, Any], metric: str) -> dict[int, float]:
-    return {run["seed"]: run["metrics"][metric] for run in record["runs"]}
+def _ci(a: dict[str, float], digits: int) -> str:
+    return f"{a['mean']:.{digits}f} ± {a['std']:.{digits}f} [{a['ci95_low']:.{digits}f}, {a['ci95_high']:.{digits}f}]"
 
 
-def interval(values: list[float]) -> tuple[float, float, float]:
-    arr = np.asarray(values, dtype=float)
-    mean = float(arr.mean())
-    if len(arr) < 2:
-        return mean, float("nan"), float("nan")
-    half = float(stats.t.ppf(0.975, len(arr) - 1)) * float(arr.std(ddof=1)) / math.sqrt(len(arr))
-    return mean, mean - half, mean + half
+def model_table(records: dict[str, dict[str, Any]], columns: list[Column], extra: list[list[Any]], note: str = "") -> Table:
+    """One row per model: ``columns`` (header, value of a record), then tokens/s, active experts, seeds, wall time."""
+    def agg(r: dict[str, Any], name: str) -> float:
+        return r["aggregate"][name]["mean"]
+
+    rows = [[name, *(fn(r) for _, fn in columns), f"{agg(r, 'train_tokens_per_s'):.0f}",
+             f"{agg(r, 'mean_active_experts'):.2f}", len(r["runs"]), f"{r['wall_seconds'] / 60:.1f} min"]
+            for name, r in records.items()]
+    width = len(columns) + 5
+    return Table(["model", *(h for h, _ in columns), "train tokens/s", "mean active experts / token", "seeds",
+                  "wall time"], rows + [row + ["-"] * (width - len(row)) for row in extra], note=note)
 
 
-def paired_checks(records: dict[str, dict[str, Any]], metric: str = "test_ppl") -> list[dict[str, Any]]:
-    """Per baseline (the claim's first): baseline minus EvoMoE by seed, its mean, 95% CI and direction status."""
-    rows: list[dict[str, Any]] = []
+def paired_table(records: dict[str, dict[str, Any]], metric: str, digits: int) -> Table | None:
+    """Per baseline: its metric minus EvoMoE's, paired by seed (positive = EvoMoE better), 95% t-interval and
+    direction; the claim's verdicts (shared.claims) judge the baselines it names the same way."""
     if "evomoe" not in records:
-        return rows
-    evo = per_seed(records["evomoe"], metric)
-    for base in CLAIM_BASELINES + [m for m in ORDER if m not in CLAIM_BASELINES + ["evomoe"]]:
-        if base not in records:
-            continue
-        other = per_seed(records[base], metric)
-        seeds = sorted(set(evo) & set(other))
-        mean, lo, hi = interval([other[s] - evo[s] for s in seeds])
-        rows.append({"baseline": base, "in_claim": base in CLAIM_BASELINES, "metric": metric, "seeds": seeds,
-                     "baseline_minus_evomoe": mean, "ci95": [lo, hi], "status": direction_status(lo, hi)})
-    return rows
-
-
-def overall(checks: list[dict[str, Any]]) -> str:
-    """The claim over its named baselines: supported only against every one, contradicted against any one."""
-    statuses = {c["status"] for c in checks if c["in_claim"]}
-    if not statuses:
-        return NOT_RUN
-    return SUPPORTED if statuses == {SUPPORTED} else CONTRADICTED if CONTRADICTED in statuses else INCONCLUSIVE
-
-
-def bigram_floor(records: dict[str, dict[str, Any]]) -> dict[str, float] | None:
-    """The count-based bigram's valid/test perplexity (ngram.py) fitted on exactly the training tokens the
-    models read (batchify streams, steps x seq_len + 1 tokens each), plus its test PPL on the full train
-    set. Without the data this raises DataError (the shared report then keeps the existing page): judging the
-    claims without the floor would turn "not testable here" into a verdict the floor forbids."""
-    from replications.evomoe.ngram import kneser_ney_bigram_ppl
-    from replications.moe import wikitext as wdata
-    from replications.moe.lmtrain import batchify
-
-    corpus = wdata.load()
-    V = len(corpus.vocab)
-    p = next(iter(records.values()))["config"]["paper"]["protocol"]
-    seen = batchify(corpus.train, p["batch_size"])[:, : p["steps"] * p["seq_len"] + 1]
-    return {"valid_ppl": kneser_ney_bigram_ppl(seen, corpus.valid, V),
-            "test_ppl": kneser_ney_bigram_ppl(seen, corpus.test, V),
-            "test_ppl_full_train": kneser_ney_bigram_ppl(corpus.train, corpus.test, V)}
-
-
-def testable(records: dict[str, dict[str, Any]], bigram: dict[str, float] | None) -> bool:
-    """False while no model beats the bigram on test perplexity (then the claims are not testable here)."""
-    if bigram is None:
-        return True
-    return min(r["aggregate"]["test_ppl"]["mean"] for r in records.values()) < bigram["test_ppl"]
-
-
-def _scale(records: dict[str, dict[str, Any]]) -> str:
-    p = next(iter(records.values()))["config"]["paper"]["protocol"]
-    return (f"a {p['layers']}-layer d{p['d_model']} GPT, {p['steps']} steps of {p['batch_size']} x {p['seq_len']} "
-            f"tokens on WikiText-2")
-
-
-def _floor_words(bigram: dict[str, float], what: str) -> str:
-    return (f"every model is still worse than a count-based bigram of the same tokens (test PPL "
-            f"{bigram['test_ppl']:.1f}), so {what} says nothing about {REGIME}")
-
-
-def outperform_claim(entry: dict[str, Any], checks: list[dict[str, Any]], *, what: str, digits: int,
-                     untestable: str | None, scale: str, on: str = "", tested_as: str = "tested_as",
-                     lead: bool = False) -> Claim:
-    """The v2 abstract's claim from the paired ``checks`` of one dataset: ``what`` names their metric, ``untestable``
-    says why the ordering cannot be judged there (None: it can), ``scale`` where the verdict holds, ``on`` the
-    dataset's suffix of the claim's text and ``tested_as`` the paper.yaml key of how it is tested there; ``lead``
-    puts the mean differences first (the results index's first screen shows the evidence's first clause). Not run
-    until every named baseline has a record."""
-    base = {"text": entry["text"] + on, "source": entry["source"], "verified": entry["verified"],
-            "kind": entry.get("kind", "paper")}
-    named = [c for c in checks if c["in_claim"]]
-    missing = [b for b in CLAIM_BASELINES if b not in {c["baseline"] for c in named}]
-    if not named:
-        return Claim(**base, status=NOT_RUN, evidence="no EvoMoE record paired with a named baseline")
-    ordering = overall(checks)
-    measured = "; ".join(f"{c['baseline']}: {c['status']}, {c['baseline_minus_evomoe']:.{digits}f} "
-                         f"[{c['ci95'][0]:.{digits}f}, {c['ci95'][1]:.{digits}f}]" for c in named)
-    evidence = (f"{entry[tested_as]}; {what} of baseline minus EvoMoE, paired by seed, mean [95% CI]: {measured}; "
-                f"measured ordering: {ordering}")
-    if lead:
-        evidence = (", ".join(f"{c['baseline']} {c['baseline_minus_evomoe']:+.{digits - 1}f}" for c in named)
-                    + f": the mean of baseline minus EvoMoE; {evidence}")
-    if missing:
-        return Claim(**base, status=NOT_RUN, evidence=f"{evidence}; no record yet of {', '.join(missing)}")
-    if untestable is not None:
-        return Claim(**base, status=NOT_TESTABLE, evidence=f"{evidence}; {untestable}", scale=scale)
-    return Claim(**base, status=ordering, evidence=evidence, scale=scale)
-
-
-def speed_claim(entry: dict[str, Any], records: dict[str, dict[str, Any]], bigram: dict[str, float] | None) -> Claim:
-    base = {"text": entry["text"], "source": entry["source"], "verified": entry["verified"], "kind": entry["kind"]}
-    if "evomoe" not in records or "switch" not in records:
-        return Claim(**base, status=NOT_RUN, evidence=f"no EvoMoE and Switch records ({entry['measured_by']})")
-    target, table = speedup.rows(records)
-    evo = next(r for r in table if r["model"] == "evomoe")
-    seeds = speedup.per_seed(records["evomoe"], records["switch"])
-    effects = [(s if s is not None else 0.0) - 1 for s in seeds.values()]  # not reached = slower than Switch
-    mean_curve = f"{evo['speedup']:.2f}x" if evo["speedup"] else "not reached"
-    evidence = (f"Switch's steps / EvoMoE's steps to Switch's final validation PPL (curve subset, {target:.1f}) on "
-                f"this protocol: {mean_curve} on the mean curves; per seed: "
-                + ", ".join(f"{s} {f'{v:.2f}x' if v is not None else 'not reached'}" for s, v in seeds.items()))
-    effect = {"effect": evo["speedup"], "unit": "x (Switch steps / EvoMoE steps)"}
-    reached = [v for v in seeds.values() if v is not None]
-    if reached and len(reached) == len(seeds):
-        effect["interval"] = (min(reached), max(reached))
-    if not testable(records, bigram):
-        return Claim(**base, status=NOT_TESTABLE, **effect,
-                     evidence=f"{evidence}; {_floor_words(bigram, 'this comparison')}; its measure at a larger "
-                              f"scale ({entry['measured_by']}) is not yet run")
-    return Claim(**base, status=sign_status(effects), evidence=evidence, **effect,
-                 scale=f"direction only, at this scale: {_scale(records)}")
-
-
-def claim_check(checks: list[dict[str, Any]], records: dict[str, dict[str, Any]],
-                bigram: dict[str, float] | None) -> list[Claim]:
-    paper = yaml.safe_load(PAPER.read_text())
-    untestable = None if testable(records, bigram) else _floor_words(bigram, "the ordering")
-    return [outperform_claim(paper["claim"], checks, what="test PPL", digits=1, untestable=untestable,
-                             scale="" if untestable else f"at this small scale: {_scale(records)}"),
-            *(speed_claim(entry, records, bigram) for entry in paper["claims"])]
-
-
-def char_claims(records: dict[str, dict[str, Any]], floor: float | None) -> list[Claim]:
-    """Both claims on Tiny Shakespeare (charclaims.py): judged on final validation loss and on the steps to
-    Switch's, where every arm clears the character bigram ``floor`` (nats/char) by moe/charfloor.py's margin."""
-    paper = yaml.safe_load(PAPER.read_text())
-    untestable = charclaims.untestable(records, floor)
-    where = charclaims.scale(records)
-    return [outperform_claim(paper["claim"], paired_checks(records, metric="valid_loss"),
-                             what="final validation loss (nats/char)", digits=4, untestable=untestable, scale=where,
-                             on=charclaims.ON, tested_as="tested_as_tinyshakespeare", lead=True),
-            *(charclaims.speed_claim(entry, records, untestable, where) for entry in paper["claims"])]
-
-
-def _ci(a: dict[str, float]) -> str:
-    return f"{a['mean']:.1f} ± {a['std']:.1f} [{a['ci95_low']:.1f}, {a['ci95_high']:.1f}]"
-
-
-def model_table(records: dict[str, dict[str, Any]], bigram: dict[str, float] | None) -> Table:
-    header = ["model", "valid PPL (mean ± std) [95% CI]", "test PPL (mean ± std) [95% CI]", "train tokens/s",
-              "mean active experts / token", "seeds", "wall time"]
-    rows = [[name, _ci(r["aggregate"]["valid_ppl"]), _ci(r["aggregate"]["test_ppl"]),
-             f"{r['aggregate']['train_tokens_per_s']['mean']:.0f}", f"{r['aggregate']['mean_active_experts']['mean']:.2f}",
-             r["aggregate"]["test_ppl"]["n"], f"{r['wall_seconds'] / 60:.1f} min"] for name, r in records.items()]
-    if bigram is not None:
-        rows.append(["bigram (Kneser-Ney counts of the same training tokens; replications/evomoe/ngram.py)",
-                     f"{bigram['valid_ppl']:.1f}",
-                     f"{bigram['test_ppl']:.1f} (full train set: {bigram['test_ppl_full_train']:.1f})", "-", "-", "-", "-"])
-    return Table(header, rows)
-
-
-def paired_table(checks: list[dict[str, Any]]) -> Table:
-    return Table(["baseline", "named in the claim", "difference (mean)", "95% CI", "status"],
-                 [[c["baseline"], "yes" if c["in_claim"] else "no", f"{c['baseline_minus_evomoe']:.1f}",
-                   f"[{c['ci95'][0]:.1f}, {c['ci95'][1]:.1f}]", c["status"]] for c in checks])
+        return None
+    evo = {run["seed"]: run["metrics"][metric] for run in records["evomoe"]["runs"]}
+    rows = []
+    for base in [b for b in dict.fromkeys(CLAIM_BASELINES + ORDER) if b in records and b != "evomoe"]:
+        other = {run["seed"]: run["metrics"][metric] for run in records[base]["runs"]}
+        iv = student_t([other[s] - evo[s] for s in sorted(set(evo) & set(other))])
+        status = direction_status(iv.low, iv.high) if iv.has_spread else INCONCLUSIVE
+        rows.append([base, "yes" if base in CLAIM_BASELINES else "no", f"{iv.effect:.{digits}f}",
+                     f"[{iv.low:.{digits}f}, {iv.high:.{digits}f}]", status])
+    return Table(["baseline", "named in the claim", "difference (mean)", "95% CI", "direction"], rows)
 
 
 def speedup_table(target: float, table: list[dict[str, Any]]) -> Table:
@@ -212,6 +67,17 @@ def speedup_table(target: float, table: list[dict[str, Any]]) -> Table:
                   for r in table],
                  note=f"Target: switch's final validation PPL (curve subset, mean over seeds) = {target:.1f}. Equal steps "
                       "cost different FLOPs (EvoMoE's dense phase runs every expert; see active experts).")
+
+
+def seed_speed_table(rows: list[dict[str, Any]]) -> Table:
+    return Table(["seed", "target: Switch's final validation-subset loss (nats/char)", "Switch's steps to it",
+                  "EvoMoE's steps to it", "Switch's steps / EvoMoE's"],
+                 [[r["seed"], f"{math.log(r['target_valid_ppl_subset']):.4f}", r["reference_steps"],
+                   r["model_steps"] if r["reached"] else f"not reached by {r['model_last_step']}",
+                   f"{r['ratio']:.2f}x" + ("" if r["reached"] else " (bound)")] for r in rows],
+                 note="Steps are the first curve point at or below the target. A seed where EvoMoE never reaches it "
+                      "counts as Switch's steps / the run's last step, at most 1 (an upper bound on its true ratio). "
+                      "Equal steps cost different FLOPs: EvoMoE's dense phase runs every expert.")
 
 
 def plot(records: dict[str, dict[str, Any]]) -> Any:
@@ -224,10 +90,8 @@ def plot(records: dict[str, dict[str, Any]]) -> Any:
     for name, r in records.items():
         curves = [run["train"]["curve"] for run in r["runs"]]
         steps = [p["step"] for p in curves[0]]
-        ppl = np.mean([[p["valid_ppl_subset"] for p in c] for c in curves], axis=0)
-        act = np.mean([[p["active_experts"] for p in c] for c in curves], axis=0)
-        ax1.plot(steps, ppl, marker="o", ms=3, label=name)
-        ax2.plot(steps, act, marker="o", ms=3, label=name)
+        ax1.plot(steps, np.mean([[p["valid_ppl_subset"] for p in c] for c in curves], axis=0), marker="o", ms=3, label=name)
+        ax2.plot(steps, np.mean([[p["active_experts"] for p in c] for c in curves], axis=0), marker="o", ms=3, label=name)
     ax1.set(xlabel="optimiser step", ylabel="validation PPL (first 8k tokens)", yscale="log",
             title="Perplexity over training (mean over seeds)")
     ax2.set(xlabel="optimiser step", ylabel="active experts per token (mean over MoE layers)",
@@ -237,30 +101,19 @@ def plot(records: dict[str, dict[str, Any]]) -> Any:
     return fig
 
 
-def build(results: PaperResults, floor: Floor = bigram_floor,
-          char_floor: charreport.Floor = charfloor.bigram_floor) -> PaperReport | None:
-    """The page from the WikiText-2 records (None without any), then the Tiny Shakespeare part and its claims
-    where it has records (charreport.py, char_claims); ``floor`` / ``char_floor`` give the bigrams' perplexities /
-    validation loss."""
-    found = results.models(DATASET)
-    records = {m: found[m] for m in ORDER if m in found}
-    if not records:
-        return None
-    checks = paired_checks(records)
-    bigram = floor(records)
-    claims = claim_check(checks, records, bigram)
+def wikitext_part(records: dict[str, dict[str, Any]]) -> tuple[list[Any], dict[str, Any]]:
+    bigram = measures.wikitext_bigram(records)
     hw = next(iter(records.values()))["environment"]["hardware"]
-    blocks: list[Any] = ["# EvoMoE vs Switch / GShard / Hash / BASE / dense on WikiText-2 "
-                         f"(small GPT, {'GPU' if hw.get('gpu') else 'CPU'})",
-                         f"Claim under test: {yaml.safe_load(PAPER.read_text())['claim']['text']} (arXiv 2112.14397 v2 "
-                         "abstract; qualitative, no numbers).",
-                         model_table(records, bigram),
-                         "Paired by seed, test PPL of the baseline minus EvoMoE's (positive = EvoMoE better):",
-                         paired_table(checks)]
-    named = [c for c in checks if c["in_claim"]]
-    if named:
-        blocks.append(f"Measured ordering vs the claim: {overall(checks)} "
-                      f"({', '.join(c['baseline'] + ': ' + c['status'] for c in named)}; StableMoE not run).")
+    blocks: list[Any] = [
+        f"# EvoMoE vs Switch / GShard / Hash / BASE / dense on WikiText-2 (small GPT, {'GPU' if hw.get('gpu') else 'CPU'})",
+        model_table(records, [("valid PPL (mean ± std) [95% CI]", lambda r: _ci(r["aggregate"]["valid_ppl"], 1)),
+                              ("test PPL (mean ± std) [95% CI]", lambda r: _ci(r["aggregate"]["test_ppl"], 1))],
+                    [["bigram (Kneser-Ney counts of the same training tokens; replications/evomoe/ngram.py)",
+                      f"{bigram['valid_ppl']:.1f}", f"{bigram['test_ppl']:.1f} (full train set: "
+                                                    f"{bigram['test_ppl_full_train']:.1f})"]])]
+    paired = paired_table(records, "test_ppl", 1)
+    if paired is not None:
+        blocks += ["Paired by seed, test PPL of the baseline minus EvoMoE's (positive = EvoMoE better):", paired]
     steps = speedup.rows(records)
     if steps is not None:
         blocks += ["## Steps to Switch's final validation perplexity (the v1 abstract's metric; speedup.py)",
@@ -270,12 +123,46 @@ def build(results: PaperResults, floor: Floor = bigram_floor,
                "training steps only (EvoMoE's soft phase runs several experts per token; see active experts).",
                Figure("wikitext2_curves.png", draw=lambda: plot(records), caption="validation PPL and active experts",
                       dpi=120)]
-    data = {"checks": checks, "bigram": bigram, "testable": testable(records, bigram),
-            "steps_to_switch": None if steps is None else {"target": steps[0], "rows": steps[1]}}
-    chars = {m: r for m, r in ((m, results.models(charreport.DATASET).get(m)) for m in ORDER) if r is not None}
-    if chars:
-        bigram_chars = char_floor()
-        more, data[charreport.DATASET] = charreport.blocks(chars, paired_checks, PAPER, bigram_chars)
+    return blocks, {"bigram": bigram, "steps_to_switch": None if steps is None else {"target": steps[0], "rows": steps[1]}}
+
+
+def char_part(records: dict[str, dict[str, Any]]) -> tuple[list[Any], dict[str, Any]]:
+    floor = charfloor.bigram_floor()
+    paper = yaml.safe_load(PAPER.read_text())
+    ref = next((e for e in paper["reported"] if e["dataset"] == CHARS and e["metric"] == "valid_loss"), None)
+    extra = [["bigram (Kneser-Ney counts of the train part; replications/moe/ngram.py)", f"{floor:.3f}", "0",
+              f"{math.exp(floor):.2f}"]]
+    if ref is not None:
+        extra.append([f"nanoGPT, dense ({ref['kind']}: {ref['source']})", f"{ref['value']:.2f}", "-", "-", "-", "-", "1"])
+    blocks: list[Any] = [
+        "## Character-level Tiny Shakespeare (nanoGPT's CPU configuration, every FFN an MoE layer)",
+        model_table(records, [("valid loss, nats/char (mean ± std) [95% CI]", lambda r: _ci(r["aggregate"]["valid_loss"], 3)),
+                              ("below the bigram floor by", lambda r: f"{floor - r['aggregate']['valid_loss']['mean']:.3f}"),
+                              ("valid PPL", lambda r: f"{r['aggregate']['valid_ppl']['mean']:.2f}")], extra,
+                    note="Validation = the last 10% of the text (nanoGPT's split; no test part). The dense arm is "
+                         "nanoGPT's CPU configuration (conf/dataset/tinyshakespeare.yaml).")]
+    paired = paired_table(records, "valid_loss", 4)
+    if paired is not None:
+        blocks += ["Paired by seed, validation loss of the arm minus EvoMoE's (positive = EvoMoE better):", paired]
+    rows = measures.speed_rows(records["evomoe"], records["switch"]) if {"evomoe", "switch"} <= set(records) else None
+    if rows:
+        blocks += ["### Steps to Switch's final validation loss, per seed (the v1 abstract's speed claim; measures.py)",
+                   seed_speed_table(rows)]
+    return blocks, {"bigram_valid_loss": floor, "steps_to_switch": rows,
+                    "every_arm_below_floor": all(r["aggregate"]["valid_loss"]["mean"] < floor for r in records.values())}
+
+
+def build(results: PaperResults) -> PaperReport | None:
+    """The page from the WikiText-2 and Tiny Shakespeare records (None without any); the claims come first."""
+    parts = {d: {m: r for m in ORDER if (r := results.record(d, m)) is not None} for d in (DATASET, CHARS)}
+    if not any(parts.values()):
+        return None
+    claims = paper_claims(PAPER, results)
+    blocks: list[Any] = []
+    data: dict[str, Any] = {}
+    if parts[DATASET]:
+        blocks, data = wikitext_part(parts[DATASET])
+    if parts[CHARS]:
+        more, data[CHARS] = char_part(parts[CHARS])
         blocks += more
-        claims += char_claims(chars, bigram_chars)
     return PaperReport(blocks=blocks, claims=claims, data=data)

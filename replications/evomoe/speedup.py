@@ -1,4 +1,4 @@
-"""EvoMoE v1's abstract metric as data: steps to Switch's final validation perplexity (``rows``, ``per_seed``).
+"""EvoMoE v1's abstract metric as data: steps to Switch's final validation perplexity (``rows``, ``seed_rows``).
 
 "The DTS gate reaches Switch's validation perplexity 2.0x faster": for every model, the first curve point
 (optimiser step) whose validation perplexity (curve subset, mean over seeds) is at or below Switch's final
@@ -62,9 +62,3 @@ def seed_rows(model: dict[str, Any], reference: dict[str, Any]) -> list[dict[str
                     "model_steps": first_reaching(steps, ppl, target), "model_last_step": steps[-1]})
     return out
 
-
-def per_seed(model: dict[str, Any], reference: dict[str, Any]) -> dict[int, float | None]:
-    """Paired by seed: the reference's steps to its own final PPL / the model's steps to it (None: not reached
-    within the run, i.e. slower than the reference, which reached it at or before the last step)."""
-    return {r["seed"]: r["reference_steps"] / r["model_steps"] if r["model_steps"] else None
-            for r in seed_rows(model, reference)}
