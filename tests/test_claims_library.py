@@ -155,3 +155,29 @@ def test_a_yaml_syntax_error_names_the_file_and_line(tmp_path):
     path = _write(tmp_path, "claims:\n  - id: [unclosed\n")
     with pytest.raises(ClaimSpecError, match=r"paper.yaml line \d+: not valid YAML"):
         load_claims(path)
+
+
+def steps(results, dataset, spec):
+    return {"speedup": {1: 1.0, 2: 1.0}, "censored": {1: 1.0, 2: 1.0}, "budget": 300 if dataset == "d" else 2000}
+
+
+def test_per_dataset_metric_and_unit_and_a_budget_from_the_measure(tmp_path):
+    text = SPEC.replace("metric: loss", "metric: {d: loss, e: valid_loss}").replace("unit: nats", "unit: {d: nats, e: PPL}")
+    text = text.replace("per_dataset: [d]", "per_dataset: [d, e]")
+    text += """  - id: fast
+    text: "A reaches B's loss 2x faster"
+    short: "A reaches B's loss in half the steps"
+    source: "arXiv 1234 Fig. 5"
+    source_kind: paper
+    verified: true
+    claim_scale: {text: unknown}
+    per_dataset: [d]
+    judge: {kind: steps_to_target, measure: "tests.test_claims_library:steps", arms: [a, b], claimed: positive, margin: 1.0}
+"""
+    records = {("d", "a"): _record("a", {1: 1.0, 2: 1.1}), ("d", "b"): _record("b", {1: 1.5, 2: 1.7}),
+               ("e", "a"): {"dataset": "e", "model": "a", "runs": [{"seed": 1, "metrics": {"valid_loss": 2.0}}]},
+               ("e", "b"): {"dataset": "e", "model": "b", "runs": [{"seed": 1, "metrics": {"valid_loss": 2.5}}]}}
+    on_d, on_e, _, fast = judge_paper(load_claims(_write(tmp_path, text)), PaperResults("toy", tmp_path / "toy", records))
+    assert on_d.unit == "nats" and on_d.n == 2
+    assert on_e.unit == "PPL" and on_e.n == 1 and on_e.status == "inconclusive" and "+0.5 PPL (n = 1)" in on_e.evidence
+    assert fast.status == "contradicted" and fast.evidence.startswith("not reached in 300 steps (<= 1.00x)")

@@ -8,6 +8,7 @@ nats/char (2.484 on the mirror's file).
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -18,6 +19,7 @@ from typing import Any
 MARGIN_NATS = 0.3
 
 
+@functools.lru_cache(maxsize=1)  # one fit per process: every Tiny Shakespeare claim asks for it
 def bigram_floor() -> float:
     """The Kneser-Ney character bigram's validation loss (nats/char), fitted on the whole train part (the arms read
     1.5 epochs of it in random windows). Without the data this raises DataError (make report then keeps the

@@ -76,7 +76,7 @@ def _where(spec: ClaimSpec) -> str:
 
 def metric_samples(spec: ClaimSpec, results: PaperResults, dataset: str) -> dict[str, dict[Any, float]] | str:
     """{arm: {seed: value}} of the judge's metric; a 'not run' reason when an arm has no record on the dataset."""
-    metric = spec.judge["metric"]
+    metric = per_dataset_value(spec.judge["metric"], dataset)
     out: dict[str, dict[Any, float]] = {}
     for arm in spec.arms:
         record = results.record(dataset, arm)
@@ -88,6 +88,11 @@ def metric_samples(spec: ClaimSpec, results: PaperResults, dataset: str) -> dict
                                  f"(metrics: {', '.join(sorted(runs[0].get('metrics') or {}))}); name one of those")
         out[arm] = {r["seed"]: float(r["metrics"][metric]) for r in runs if metric in (r.get("metrics") or {})}
     return out
+
+
+def per_dataset_value(value: Any, dataset: str | None) -> Any:
+    """A judge value given per dataset ({wikitext2: test_ppl, tinyshakespeare: valid_loss}) or once for all."""
+    return value.get(dataset) if isinstance(value, dict) else value
 
 
 def reached_scale(spec: ClaimSpec, results: PaperResults, dataset: str | None) -> dict[str, Any]:
@@ -131,14 +136,22 @@ def judge_claim(spec: ClaimSpec, results: PaperResults, dataset: str | None = No
     outcome: Outcome = KINDS[judge["kind"]](judge, samples)
     parts = {"status": outcome.status, "effect": outcome.interval.effect, "low": outcome.interval.low,
              "high": outcome.interval.high, "n": outcome.interval.n, "method": outcome.interval.method,
-             "rule": outcome.rule, "censored_steps": judge.get("options", {}).get("budget") if outcome.censored else None}
+             "rule": outcome.rule,
+             "censored_steps": _budget(judge, samples, dataset) if outcome.censored else None}
     return _finish(spec, base, scale_fields, parts, results, dataset)
+
+
+def _budget(judge: dict[str, Any], samples: Any, dataset: str | None) -> Any:
+    """A censored speed-up's step budget: the measure's ``budget`` sample, else judge.options.budget (per dataset)."""
+    if isinstance(samples, dict) and samples.get("budget") is not None:
+        return samples["budget"]
+    return per_dataset_value((judge.get("options") or {}).get("budget"), dataset)
 
 
 def _finish(spec: ClaimSpec, base: dict[str, Any], scale_fields: dict[str, Any], parts: dict[str, Any],
             results: PaperResults, dataset: str | None) -> Verdict:
     judge = spec.judge or {}
-    unit = parts.get("unit", judge.get("unit", ""))
+    unit = parts.get("unit", per_dataset_value(judge.get("unit", ""), dataset))
     effect, low, high, n = parts.get("effect"), parts.get("low"), parts.get("high"), int(parts.get("n", 0))
     text = effect_text(effect, low, high, n, unit, parts.get("method", "t"), judge.get("digits", 3),
                        parts.get("censored_steps"))

@@ -161,6 +161,8 @@ def _check_judge(judge: Any, where: str, cid: str) -> None:
     if missing:
         raise _fail(where, cid, f"judge.{missing[0]}", f"is missing (kind {kind} needs {', '.join(sorted(KIND_KEYS[kind]))})",
                     "add it")
+    if isinstance(judge.get("metric"), dict) and not all(isinstance(v, str) for v in judge["metric"].values()):
+        raise _fail(where, cid, "judge.metric", f"is {judge['metric']!r}", "give a metric name, or {dataset: metric name}")
     if kind != "measured" and not (judge.get("metric") or judge.get("measure")):
         raise _fail(where, cid, "judge.metric", "is missing", "name a record metric, or measure: 'module:function'")
     if judge.get("measure") is not None and ":" not in str(judge["measure"]):
