@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from shared.atomic import write_json_atomic
+from shared.codeprint import code_fingerprint, worktree_fingerprint
 from shared.config_check import ConfigError, validate
 from shared.destination import DestinationError, results_root
 from shared.metric_ranges import check_record
@@ -64,8 +66,57 @@ def partial_path(cfg: DictConfig) -> Path:
     return result_path(cfg).with_suffix(".partial.json")
 
 
+MIXED_CODE_ENV = "REPLICATIONS_ALLOW_MIXED_CODE"  # =1: resume seeds made by other code; the record says mixed_code
+
+
+class MixedCodeResumeError(ConfigError):
+    """A partial file's seeds were made by other code than this checkout's: resuming would mix them silently."""
+
+
+_CODE: dict[str, str | None] = {}
+
+
+def code_identity(paper: str) -> str | None:
+    """The fingerprint of the code this process runs for `paper` (shared.codeprint, uncommitted edits included),
+    taken once per paper and process; None outside a git checkout (then no seed's code can be told)."""
+    if paper not in _CODE:
+        _CODE[paper] = worktree_fingerprint(paper)
+    return _CODE[paper]
+
+
+def seed_code(run: dict[str, Any], paper: str) -> str | None:
+    """The code a finished seed ran: its recorded fingerprint, else (a partial file written before seeds recorded
+    one) its commit's, else None (unknown)."""
+    if run.get("code_fingerprint"):
+        return run["code_fingerprint"]
+    return code_fingerprint(run["git_commit"], paper) if run.get("git_commit") else None
+
+
+def check_resumed_code(path: Path, runs: list[dict[str, Any]], paper: str) -> None:
+    """Refuse resumed seeds made by other code than this process runs, unless REPLICATIONS_ALLOW_MIXED_CODE is set
+    (then the record is marked mixed_code, as shared.merge --allow-mixed-code does)."""
+    here = code_identity(paper)
+    if here is None:  # not a git checkout: nothing to compare against
+        return
+    other = [r for r in runs if seed_code(r, paper) != here]
+    if not other:
+        return
+    seeds = [r["seed"] for r in other]
+    theirs = sorted({(seed_code(r, paper) or "unknown")[:10] for r in other})
+    if os.environ.get(MIXED_CODE_ENV, "").strip() not in ("", "0"):
+        print(f"note: {MIXED_CODE_ENV} is set: keeping seeds {seeds} of {path} made by other code ({', '.join(theirs)}); "
+              "the record is marked mixed_code")
+        return
+    raise MixedCodeResumeError(
+        f"{path} holds seeds {seeds} made by other code (code fingerprint {', '.join(theirs)}; this checkout's "
+        f"{here[:10]}, uncommitted edits included), so resuming would mix two versions of the code in one record: "
+        f"delete {path} to run every seed with this code, or set {MIXED_CODE_ENV}=1 to keep them (the record is "
+        "then marked mixed_code)")
+
+
 def resumable_runs(cfg: DictConfig, config: dict[str, Any]) -> list[dict[str, Any]]:
-    """Seeds already finished by an interrupted run with exactly this config (else none)."""
+    """Seeds already finished by an interrupted run with exactly this config (else none); refused
+    (MixedCodeResumeError) when made by other code, unless REPLICATIONS_ALLOW_MIXED_CODE is set."""
     path = partial_path(cfg)
     if not path.exists():
         return []
@@ -77,6 +128,7 @@ def resumable_runs(cfg: DictConfig, config: dict[str, Any]) -> list[dict[str, An
     if not isinstance(saved, dict) or saved.get("config") != config:
         print(f"note: ignoring {path}: it was made with a different config")
         return []
+    check_resumed_code(path, saved["runs"], str(cfg.paper.name))
     return saved["runs"]
 
 
@@ -100,6 +152,20 @@ def check_choices(cfg: DictConfig) -> None:
     models = list(cfg.paper.models)
     if cfg.model.name not in models:
         raise ConfigError(f"paper '{cfg.paper.name}' has no model '{cfg.model.name}'; valid: {', '.join(models)}")
+
+
+def _first(cfg: DictConfig, *keys: str) -> Any:
+    return next((v for k in keys if (v := OmegaConf.select(cfg, k, default=None)) is not None), None)
+
+
+def may_stop_early(cfg: DictConfig) -> bool:
+    """Whether a seed may end before max_epochs (a patience below it): the epoch bar's ETA is then an upper bound.
+    Read as the papers resolve it (scale, dataset, model, then the paper's protocol)."""
+    patience = _first(cfg, "scale.patience", "dataset.patience", "model.patience", "paper.protocol.patience")
+    epochs = _first(cfg, "scale.max_epochs", "dataset.max_epochs", "model.max_epochs", "paper.protocol.max_epochs")
+    if isinstance(patience, bool) or not isinstance(patience, int | float) or patience <= 0:
+        return False
+    return isinstance(epochs, bool) or not isinstance(epochs, int | float) or patience < epochs
 
 
 def run(cfg: DictConfig, replication: Replication, progress: Protocol | None = None) -> dict[str, Any]:
@@ -128,7 +194,7 @@ def _run(cfg: DictConfig, replication: Replication, progress: Protocol) -> dict[
     tracker = make_tracker(cfg, PROCESS_START_GIT)
     env = environment(PROCESS_START_GIT, precision_of(cfg))
     spec = make_run(cfg)
-    progress.start(f"{cfg.paper.name}/{cfg.dataset.name}/{cfg.model.name}", len(spec.seeds))
+    progress.start(f"{cfg.paper.name}/{cfg.dataset.name}/{cfg.model.name}", len(spec.seeds), may_stop_early(cfg))
     started = time.perf_counter()
     data = replication.load_data(spec)
     data_seconds = time.perf_counter() - started
@@ -161,7 +227,8 @@ def _run(cfg: DictConfig, replication: Replication, progress: Protocol) -> dict[
         # A replication's train() may set its own thread count: record what the seed ran with, not the default
         env["hardware"]["torch_threads"] = torch.get_num_threads()
         runs.append({"seed": seed, "metrics": metrics, "train": summary, "wall_seconds": round(seconds, 2),
-                     "git_commit": env["git_commit"], "cpu": env["hardware"]["cpu"], "gpu": env["hardware"]["gpu"],
+                     "git_commit": env["git_commit"], "code_fingerprint": code_identity(str(cfg.paper.name)),
+                     "cpu": env["hardware"]["cpu"], "gpu": env["hardware"]["gpu"],
                      "torch_threads": env["hardware"]["torch_threads"]})
         # Seeds finished so far, clearly incomplete: lets a long protocol resume after an interruption.
         write_json_atomic(partial_path(cfg), {"complete": False, "runs": runs, "config": config})
@@ -170,6 +237,11 @@ def _run(cfg: DictConfig, replication: Replication, progress: Protocol) -> dict[
               + ", ".join(f"{k}={v:.4f}" for k, v in metrics.items()) + f" ({seconds:.1f}s)")
 
     agg = aggregate(per_seed)
+    codes: dict[str, list[int]] = {}
+    for r in runs:  # seeds resumed with REPLICATIONS_ALLOW_MIXED_CODE may differ: then marked as shared.merge does
+        codes.setdefault((seed_code(r, str(cfg.paper.name)) or "unknown")[:10], []).append(r["seed"])
+    code = ({"code_fingerprint": code_identity(str(cfg.paper.name))} if len(codes) <= 1
+            else {"code_fingerprint": None, "mixed_code": codes})
     record = {
         "paper": cfg.paper.name,
         "dataset": cfg.dataset.name,
@@ -184,6 +256,7 @@ def _run(cfg: DictConfig, replication: Replication, progress: Protocol) -> dict[
         "peak_memory_mb": round(peak_memory_mb(), 1),
         "environment": env,
         "config": config,
+        **code,
     }
     path = result_path(cfg)
     check_record(record, path)  # an impossible value (an F1 of 150) is a bug: no result file

@@ -27,6 +27,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from shared.config_check import OFFLINE_FIX, ConfigError, check_tracker, wandb_mode
+from shared.progress import write
 
 INIT_TIMEOUT = 20.0  # seconds an online wandb.init waits for the server (wandb's default: 90, then retries)
 
@@ -133,6 +134,10 @@ class WandbTracker(Tracker):
         self.mode = wandb_mode(mode)[0]
         self.run: Any = None
         self.names = Names()
+        # Offline, wandb's banner and run summary around every seed would split the progress bar and say nothing a
+        # user acts on: silent, and one line at the end of the run (offline_note) says where the runs are.
+        self.quiet = self.mode in ("offline", "dryrun", "disabled")
+        self.run_dirs: list[Path] = []  # this run's offline run folders, for that line
 
     def _init(self, cfg: DictConfig, name: str, config: dict[str, Any], tags: list[str]) -> None:
         import wandb
@@ -148,13 +153,24 @@ class WandbTracker(Tracker):
                 config=config,
                 tags=tags,
                 reinit="finish_previous",
-                settings=wandb.Settings(init_timeout=INIT_TIMEOUT),  # no network: fail in seconds, not minutes
+                settings=wandb.Settings(init_timeout=INIT_TIMEOUT,  # no network: fail in seconds, not minutes
+                                        **({"silent": True, "console": "off"} if self.quiet else {})),
             )
         except (wandb.Error, TimeoutError, ConnectionError) as exc:
             first = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
             raise ConfigError(f"W&B mode {self.mode} could not start a run ({first}): online needs network and a valid "
                               f"key; {OFFLINE_FIX}") from exc
         self.names = Names()
+        if self.mode == "offline" and getattr(self.run, "settings", None) is not None and self.run.settings.sync_dir:
+            self.run_dirs.append(Path(self.run.settings.sync_dir))
+
+    def offline_note(self) -> str | None:
+        """The one line an offline run ends with: where its W&B runs went, and how to upload them."""
+        if not self.run_dirs:
+            return None
+        folder = self.run_dirs[-1].parent
+        return (f"W&B offline: {len(self.run_dirs)} run(s) saved under {folder} ({self.run_dirs[-1].name}, ...); "
+                f"upload them with: wandb sync {folder}/offline-run-*  (or log in and set WANDB_MODE=online)")
 
     def start(self, cfg: DictConfig, seed: int) -> None:
         self._init(cfg, f"{cfg.paper.name}-{cfg.dataset.name}-{cfg.model.name}-seed{seed}",
@@ -194,6 +210,10 @@ class WandbTracker(Tracker):
             self.run.log_artifact(artifact)
         self.run.finish()
         self.run = None
+        note = self.offline_note()
+        if note:
+            write(note)  # above the progress bar, not through it
+        self.run_dirs = []
 
 
 def make_tracker(cfg: DictConfig, git: dict | None = None) -> Tracker:

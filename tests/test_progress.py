@@ -1,5 +1,5 @@
-"""shared.progress: quiet under CI and off a terminal, a bar with an ETA when forced, and a protocol bar that
-counts dataset x model x seed (resumed seeds as done, without time)."""
+"""shared.progress: quiet under CI, no bar off a terminal (periodic lines there: tests/test_bad_input_run.py), a bar
+with an ETA when forced, and a protocol bar that counts dataset x model x seed (resumed seeds as done, without time)."""
 
 from __future__ import annotations
 
@@ -54,8 +54,9 @@ def test_ci_prints_nothing_to_stderr_even_on_a_terminal(monkeypatch, capsys):
     assert "train" in tty.getvalue() and "toy/dblp/toy seed 2/2" in tty.getvalue()
 
 
-def test_not_a_terminal_is_quiet_unless_forced(monkeypatch):
+def test_not_a_terminal_draws_no_bar_unless_forced(monkeypatch):
     assert not progress.enabled(io.StringIO())  # a log file, a pipe, pytest's capture
+    assert progress.style(io.StringIO()) == "lines"  # plain periodic lines instead
     monkeypatch.setenv(progress.FORCE_ENV, "1")
     assert progress.enabled(io.StringIO())
     monkeypatch.setenv(progress.FORCE_ENV, "0")

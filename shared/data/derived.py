@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from shared.atomic import atomic_path, write_json_atomic
+from shared.data.fetch import no_space
 from shared.exclusive import file_lock, lock_beside
 
 T = TypeVar("T")
@@ -94,6 +95,11 @@ def cached_file(path: Path, build: Callable[[], T], save: Callable[[T, Path], No
             discard(path)
         value = build()
         with atomic_path(path) as tmp:  # a temporary name of this writer's own, renamed into place
-            save(value, tmp)
+            try:
+                save(value, tmp)
+            except OSError as exc:  # a full disk: one line, not a traceback (the temporary file goes with atomic_path)
+                if full := no_space(exc, f"writing {path.name}"):
+                    raise full from None
+                raise
         stamp(path)
     return value

@@ -12,6 +12,7 @@ and verifies the archive once, then extracts and verifies the member.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import shutil
@@ -25,6 +26,7 @@ from pathlib import Path
 from shared.atomic import atomic_path, current_umask
 from shared.cache_marker import claim_cache
 from shared.exclusive import file_lock, lock_beside
+from shared.paths import cache_folder
 from shared.progress import bar
 
 CHUNK = 1 << 20
@@ -32,6 +34,25 @@ CHUNK = 1 << 20
 
 class DataError(RuntimeError):
     """A dataset file is missing, corrupt or unreachable; the message says how to fix it."""
+
+
+class NoSpaceError(DataError):
+    """The cache's disk filled up while writing: not a download problem (fetch_file passes it on as it is)."""
+
+
+def no_space(exc: OSError, doing: str, need: int | None = None) -> NoSpaceError | None:
+    """The one-line error for a full disk under the cache (None when `exc` is another OSError). The writer's
+    temporary file or folder is removed by its own cleanup (shared.atomic, extract_zip): nothing half is left."""
+    if exc.errno != errno.ENOSPC:
+        return None
+    folder = cache_folder()
+    try:
+        free = f" ({shutil.disk_usage(folder).free / 1e9:.1f} GB free there now)"
+    except OSError:
+        free = ""
+    amount = f"{need / 1e9:.1f} GB" if need else "space"
+    return NoSpaceError(f"no space left on device while {doing} into {folder}{free}: free {amount} or set "
+                        "REPLICATIONS_CACHE to a folder on a disk with room")
 
 
 @dataclass(frozen=True)
@@ -105,6 +126,9 @@ def git_blob_id(path: Path) -> str:
 
 def verify(path: Path, remote: RemoteFile, origin: str) -> None:
     """Raise DataError unless `path` has the declared size and checksum (sha256, else git blob id)."""
+    if path.is_dir():  # its st_size (4096) would read as "truncated"
+        raise DataError(f"{path} ({origin}) is a folder, not the file {remote.name}: remove or rename that folder and put "
+                        f"the file there ({remote.pin()}), or fetch it from {remote.url}")
     actual_size = path.stat().st_size
     if remote.size is not None and actual_size != remote.size:
         kind = "truncated" if actual_size < remote.size else "too large"
@@ -137,6 +161,8 @@ def _download(remote: RemoteFile, target: Path) -> None:
                         out.write(block)
                         shown.update(len(block))
         except (urllib.error.URLError, OSError, TimeoutError) as exc:
+            if isinstance(exc, OSError) and (full := no_space(exc, f"downloading {remote.url}", remote.size)):
+                raise full from None
             raise DataError(f"could not download {remote.url}: {exc}") from exc
         verify(tmp, remote, origin=f"downloaded from {remote.url}")  # refused before the rename
 
@@ -164,13 +190,33 @@ def _download_member(spec: DatasetSpec, remote: RemoteFile, target: Path) -> Non
                 shutil.copyfileobj(src, out, CHUNK)
         except (KeyError, zipfile.BadZipFile) as exc:
             raise DataError(f"{zipped}: cannot extract {remote.packed.member} ({exc})") from exc
+        except OSError as exc:
+            if full := no_space(exc, f"extracting {remote.packed.member} of {zipped.name}", remote.size):
+                raise full from None
+            raise
         verify(tmp, remote, origin=f"{remote.packed.member} in {zipped}")
+
+
+def check_mirror_level(mirror: Path, spec: DatasetSpec) -> None:
+    """A mirror set one level too high (its parent) or too deep (one dataset's folder): say so, rather than
+    "connect to the internet" for a file that is right there."""
+    if (mirror / spec.folder).is_dir() or not mirror.is_dir():
+        return
+    near = [mirror.parent] if (mirror.parent / spec.folder).is_dir() else []
+    try:
+        near += sorted(child for child in mirror.iterdir() if (child / spec.folder).is_dir())
+    except OSError:  # an unreadable mirror: the file checks below say what is missing
+        pass
+    if near:
+        raise DataError(f"REPLICATIONS_MIRROR={os.environ.get('REPLICATIONS_MIRROR')} holds no dataset folders "
+                        f"(expected e.g. {mirror / spec.folder}/...); did you mean REPLICATIONS_MIRROR={near[0]}?")
 
 
 def fetch_file(spec: DatasetSpec, remote: RemoteFile) -> Path:
     """Return a verified local path for one declared file (mirror, else cache, else download)."""
     mirror = mirror_dir()
     if mirror is not None:
+        check_mirror_level(mirror, spec)
         candidate = mirror / spec.folder / remote.name
         if candidate.exists():
             verify(candidate, remote, origin=f"mirror {mirror}")
@@ -187,6 +233,8 @@ def fetch_file(spec: DatasetSpec, remote: RemoteFile) -> Path:
                 _download_member(spec, remote, cached)
             else:
                 _download(remote, cached)
+    except NoSpaceError:
+        raise  # its own fix: room on the disk, not the internet
     except DataError as exc:
         where = (
             f"not in the mirror ({mirror / spec.folder / remote.name})"
@@ -235,7 +283,12 @@ def extract_zip(archive: Path, sha256: str) -> Path:
                 bad = zf.testzip()
                 if bad is not None:
                     raise DataError(f"{archive}: member {bad} is corrupt. Fix: delete the archive and fetch again.")
-                zf.extractall(tmp)
+                try:
+                    zf.extractall(tmp)
+                except OSError as exc:
+                    if full := no_space(exc, f"extracting {archive.name}", sum(i.file_size for i in zf.infolist())):
+                        raise full from None
+                    raise
             os.chmod(tmp, 0o777 & ~current_umask())  # mkdtemp makes it 0700: give it a plain mkdir's mode
             os.replace(tmp, target)
         except zipfile.BadZipFile as exc:

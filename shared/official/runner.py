@@ -43,6 +43,12 @@ def _git(*args: str, cwd: Path | None = None) -> str:
     return out.stdout.strip()
 
 
+def is_git_folder(folder: Path) -> bool:
+    """A checkout (a .git folder, or a .git file of a worktree) or a bare git dir, at `folder` itself: a plain
+    folder inside some other checkout does not count."""
+    return (folder / ".git").exists() or ((folder / "HEAD").is_file() and (folder / "objects").is_dir())
+
+
 def code_source(spec: OfficialSpec) -> str:
     """Where the code comes from: $OFFICIAL_CODE_DIR (a checkout or a bare git dir) when set, else the repository."""
     local = os.environ.get("OFFICIAL_CODE_DIR")
@@ -50,6 +56,10 @@ def code_source(spec: OfficialSpec) -> str:
         if not Path(local).is_dir():
             raise OfficialError(f"OFFICIAL_CODE_DIR={local} is not a folder; point it at a checkout or bare git dir "
                                 f"of {spec.repository}, or unset it to clone")
+        if not is_git_folder(Path(local)):  # else git's own "repository ... does not exist" for a folder that does
+            raise OfficialError(f"OFFICIAL_CODE_DIR={local} holds no git checkout of {spec.repository} (no .git in it, and "
+                                f"not a bare git dir); get one: git clone {spec.repository} {local} (where the network "
+                                "is), or unset OFFICIAL_CODE_DIR to clone it here")
         return local
     return spec.repository
 
