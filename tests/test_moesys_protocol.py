@@ -1,16 +1,17 @@
 """The moesys package end to end: the smoke protocol through the runner, the claim statuses the page derives
-from the measurements (shared.verdict's vocabulary), the page built from hand-made records, and the GPU
-script's CPU smoke path feeding the page through a side file."""
+from the measurements (paper.yaml's specs judged by shared.claims, the mechanisms by measures.py), the page built
+from hand-made records, and the GPU script's CPU smoke path feeding the page through a side file."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
-import yaml
 from omegaconf import OmegaConf
 
-from replications.moesys import REPLICATION, gpu_ring, report
+from replications.moesys import REPLICATION, gpu_ring, measures, report
+from shared.claims import load_claims
 from shared.paper_report import Figure, PaperResults, Table, load_paper_results
 from shared.report_paper import render_page
 from shared.runner import run
@@ -19,7 +20,7 @@ from tests.conftest import compose_cfg
 from tests.golden import check_golden
 from tests.runs import run_of
 
-CLAIMS = yaml.safe_load(report.PAPER.read_text())["claims"]
+SPECS = {s.id: s for s in load_claims(report.PAPER)}
 # Golden smoke values (tests/golden/moesys.json): the elastic record whole; of the ring-memory record only
 # repeats and test_exact_vs_resident. Left out: the measured throughputs and everything derived from them (they
 # varied 2-23% between two runs): tokens_per_s_*, modelled_tokens_per_s_* (scaled from measured section
@@ -30,8 +31,10 @@ LEFT_OUT = {"test_read_gb_per_s", "test_ring_k2_speedup_vs_load_then_compute", "
             "ring_k2_faster_in_every_repeat"}
 
 
-def _claim(claim_id: str) -> dict:
-    return next(c for c in CLAIMS if c["id"] == claim_id)
+def _claim(claim_id: str, records: dict[str, dict]):
+    """The page's verdict of one claim on hand-made records (model name -> record)."""
+    results = PaperResults("moesys", Path("/nonexistent/moesys"), {("markov_tokens", m): r for m, r in records.items()})
+    return next(c for c in REPLICATION.report(results).claims if c.id == claim_id)
 
 
 @pytest.mark.parametrize("model", ["moesys/markov_tokens", "moesys_elastic"])
@@ -73,8 +76,9 @@ def _rows(k1: list[float], k2: list[float]) -> list[dict]:
 def _ring(exact: float, k1: list[float], k2: list[float], scale: str = "full") -> dict:
     setting = {"batch": 1, "seq_len": 16, "passes": 2, "compute_per_section_s": [0.01, 0.01],
                "load_per_section_s": {"storage": [0.02, 0.02]}, "rows": _rows(k1, k2)}
-    train = {"settings": [setting], "exact": bool(exact), "params": {"layers": 2, "sections": 2, "d_model": 32,
-                                                                      "num_experts": 4, "ffn_hidden": 64},
+    params = {"vocab": 64, "layers": 2, "sections": 2, "d_model": 32, "heads": 4, "num_experts": 4, "ffn_hidden": 64,
+              "settings": [[1, 16]]}
+    train = {"settings": [setting], "exact": bool(exact), "params": params,
              "section_bytes": 1e6, "page_cache_bytes_after_drop": 0, "file_bytes": 2_000_000,
              "load_average_before": [1.0], "load_average_after": [1.0]}
     env = {"hardware": {"cpu": "test cpu", "cpu_count": 2}, "command": "test", "git_commit": "abc",
@@ -88,7 +92,9 @@ def _elastic(phases: list[int], diff: float, scale: str = "full") -> dict:
     curve = [{"step": i, "loss": 4.0 - i, "world": 2 if i < 2 else 1, "time": float(i)} for i in range(3)]
     train = {"phases": phases, "max_abs_diff": diff, "curve": curve, "rows": curve,
              "reference_loss": [r["loss"] for r in curve], "resumes": [], "seconds": 30.0,
-             "params": {"steps": 3, "model": {"layers": 2, "num_experts": 4}}, "chain_entropy": 0.69,
+             "params": {"steps": 3, "seq_len": 8, "data": {"vocab": 64},
+                        "model": {"layers": 2, "num_experts": 4, "d_model": 32, "heads": 4, "ffn_hidden": 64}},
+             "chain_entropy": 0.69,
              "uniform_loss": 4.16}
     env = {"command": "test", "git_commit": "abc", "git_dirty": False}
     return {"dataset": "markov_tokens", "model": "elastic", "scale": scale, "complete": True, "wall_seconds": 30.0,
@@ -109,17 +115,18 @@ FASTER = ([1.4] * 5, [1.0] * 5)  # load-then-compute 1.4x the ring's time in eac
     ({}, "not run"),
 ])
 def test_ring_claim_status_follows_the_measurement(records, status):
-    claim = report.claim_status(_claim("ring_memory"), records)
+    claim = _claim("ring_memory", records)
     assert claim.status == status and claim.kind == "paper" and claim.verified is True
     if records and status != "not run":
-        ratios = report.paired_ratios(records["ring_memory"]["runs"][0]["train"]["settings"][0]["rows"])
+        ratios = measures.paired_ratios(records["ring_memory"]["runs"][0]["train"]["settings"][0]["rows"])
         assert claim.interval == (min(ratios), max(ratios)) and claim.interval[0] <= claim.effect <= claim.interval[1]
+        assert claim.reached_scale["params"] > 0 and claim.scale_ratio is None  # the paper states no model size
 
 
 def test_ring_evidence_names_the_paired_median_and_the_sign_test():
-    claim = report.claim_status(_claim("ring_memory"), {"ring_memory": _ring(1.0, *FASTER)})
+    claim = _claim("ring_memory", {"ring_memory": _ring(1.0, *FASTER)})
     assert claim.effect == pytest.approx(1.4)
-    assert "1.40x load-then-compute" in claim.evidence and "p = 0.031" in claim.evidence
+    assert claim.evidence.startswith("+1.4 [+1.4, +1.4] x (range, n = 5)") and "p = 0.031" in claim.evidence
 
 
 @pytest.mark.parametrize(("records", "status"), [
@@ -130,24 +137,21 @@ def test_ring_evidence_names_the_paired_median_and_the_sign_test():
     ({}, "not run"),
 ])
 def test_elastic_claim_status_follows_the_measurement(records, status):
-    claim = report.claim_status(_claim("elastic_training"), records)
+    claim = _claim("elastic_training", records)
     assert claim.status == status
+    assert "not tested" in claim.caveat  # the scope: what of the paper's 'elastic' is left out
     if status != "not run":
         assert claim.effect == records["elastic"]["runs"][0]["train"]["max_abs_diff"]
-        assert "not tested" in claim.evidence  # the scope: what of the paper's 'elastic' is left out
+        assert claim.interval is None and "(n = 1)" in claim.evidence  # one run: no spread
 
 
 def test_deepspeed_claims_are_never_given_a_number():
     records = {"ring_memory": _ring(1.0, *FASTER), "elastic": _elastic([2, 1, 2], 0.0)}
-    for c in CLAIMS:
-        if "DeepSpeed" in c["text"]:
-            claim = report.claim_status(c, records)
-            assert claim.status == "not testable here" and claim.effect is None and claim.evidence == c["why"]
-
-
-def test_an_unknown_status_rule_is_refused():
-    with pytest.raises(ValueError, match="no status rule"):
-        report.claim_status({**_claim("ring_memory"), "status_rule": "vibes"}, {})
+    for spec in SPECS.values():
+        if "DeepSpeed" in spec.text:
+            claim = _claim(spec.id, records)
+            assert claim.status == "not testable here" and claim.effect is None and claim.evidence == spec.not_testable
+            assert claim.claim_scale["text"].startswith("unknown")
 
 
 def test_page_from_records(tmp_path):
@@ -165,7 +169,6 @@ def test_page_from_records(tmp_path):
         f.draw()  # the plots draw from the records alone
     assert page.data["ring"]["ring_k2_paired_ratios"] == pytest.approx([1.4] * 5)
     assert page.data["elastic"]["phases"] == [2, 1, 2]
-    assert page.data["claim_values"]["train_throughput"] == {"training_throughput_gain_vs_deepspeed": 0.33}
     text = render_page("moesys", page)
     assert text.startswith("# MoESys / SE-MoE") and "**not run** (no GPU" in text
     # no records at all: the page still lists every claim, the measured ones 'not run'

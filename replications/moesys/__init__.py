@@ -7,7 +7,8 @@ Two "models" under one synthetic dataset (markov_tokens, a planted chain):
   the summary the result file keeps; ``evaluate`` reads the headline figures from it.
 - elastic: ``train`` runs the leave/rejoin scenario under torchrun (elastic_run.py) and the uninterrupted
   reference; ``evaluate`` compares the two curves.
-``report()`` returns the page (claims, ring table, elastic run, plots) as data (replications/moesys/report.py).
+``report()`` returns the page (claims, ring table, elastic run, plots) as data (replications/moesys/report.py; the
+claims are paper.yaml's specs, the mechanisms judged by replications/moesys/measures.py).
 """
 
 from __future__ import annotations
@@ -109,7 +110,7 @@ class MoESysReplication(Replication):
 
     def evaluate(self, run: Run, model: dict[str, Any], data: MarkovTokens, seed: int,
                  summary: dict[str, Any]) -> dict[str, float]:
-        from replications.moesys.report import paired_ratios
+        from replications.moesys.measures import paired_ratios
 
         s = summary
         if run.cfg.model.name == "ring_memory":

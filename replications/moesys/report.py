@@ -1,103 +1,24 @@
-"""MoESys' page as data (``build``): each claim of paper.yaml with the status its measurements support, the
-ring-memory table with measured and modelled throughput side by side, the GPU ring measurement if one was
-committed, the elastic run, and the two plots (ring_throughput.png, elastic_curve.png).
-
-Statuses (shared.verdict): "mechanism shown" (measured, and the mechanism works as described), "contradicted"
-(measured, and it does not), "inconclusive" (measured, but the effect is within the repeats' noise or the
-scenario did not happen), "not run" (no full-scale record yet), "not testable here" (the claim needs what this
-machine does not have; the reason is given).
+"""MoESys' page as data (``build``): the claims of paper.yaml judged by shared.claims (the mechanisms by
+measures.py), the ring-memory table with measured and modelled throughput side by side, the GPU ring measurement if
+one was committed, the elastic run, and the two plots (ring_throughput.png, elastic_curve.png).
 """
 
 from __future__ import annotations
 
-import statistics
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from shared.paper_report import Block, Claim, Figure, PaperReport, PaperResults, Table
-from shared.verdict import CONTRADICTED, INCONCLUSIVE, MECHANISM_SHOWN, NOT_RUN, NOT_TESTABLE, SUPPORTED, sign_status
+from replications.moesys.measures import DATASET, paired_ratios
+from shared.claims import paper_claims
+from shared.paper_report import Block, Figure, PaperReport, PaperResults, Table
 
 PAPER = Path(__file__).with_name("paper.yaml")
-DATASET = "markov_tokens"
 MODELS = ("ring_memory", "elastic")
-ELASTIC_TOL = 1e-4  # loss difference allowed for float summation order across world sizes
-MIN_REPEATS = 5  # all of >= 5 paired repeats faster: sign test p <= 1/32
 GPU_GLOB = "gpu/ring_*.json"  # what gpu_ring.py writes, copied beside the results to be committed
-
-
-def paired_ratios(rows: list[dict[str, Any]]) -> list[float]:
-    """Load-then-compute time / ring k=2 time from storage, per repeat of one setting: k = 1 and k = 2 ran next
-    to each other in each repeat, so machine drift cancels."""
-    by = {(r["storage"], r["k"]): r for r in rows}
-    return [a / b for a, b in zip(by["storage", 1]["seconds_all"], by["storage", 2]["seconds_all"], strict=True)]
-
-
-def _metrics(record: dict[str, Any]) -> dict[str, float]:
-    return record["runs"][0]["metrics"]
 
 
 def _train(record: dict[str, Any]) -> dict[str, Any]:
     return record["runs"][0]["train"]
-
-
-def _missing(name: str, records: dict[str, dict[str, Any]]) -> str | None:
-    """Why the claim resting on model `name` has no verdict: no record, or only a smoke-scale one."""
-    if name not in records:
-        return f"no results/moesys/{DATASET}/{name}.json"
-    scale = records[name].get("scale")
-    if scale != "full":
-        return f"only a {scale}-scale record of {name} (the protocol is `make replicate-moesys`)"
-    return None
-
-
-def _ring_claim(base: dict[str, Any], records: dict[str, dict[str, Any]]) -> Claim:
-    if why := _missing("ring_memory", records):
-        return Claim(**base, status=NOT_RUN, evidence=why)
-    record = records["ring_memory"]
-    ratios = paired_ratios(_train(record)["settings"][0]["rows"])
-    exact = _metrics(record)["test_exact_vs_resident"] == 1.0
-    speedup, n, sign = statistics.median(ratios), len(ratios), sign_status([x - 1 for x in ratios])
-    every = sign == SUPPORTED
-    if not exact or sign == CONTRADICTED:
-        status = CONTRADICTED
-    else:
-        status = MECHANISM_SHOWN if every and n >= MIN_REPEATS else INCONCLUSIVE
-    evidence = (f"outputs {'bit-identical to' if exact else 'DIFFER from'} the resident model; ring k=2 runs at "
-                f"{speedup:.2f}x load-then-compute (measured, median over {n} repeats of the paired ratio; reads "
-                f"from storage; first setting), faster in {'every' if every else 'NOT every'} repeat"
-                + (f" (sign test p = {0.5 ** n:.3f})" if every else ""))
-    return Claim(**base, status=status, evidence=evidence, effect=speedup, interval=(min(ratios), max(ratios)),
-                 unit="x (load-then-compute time / ring k=2 time, paired by repeat)")
-
-
-def _elastic_claim(base: dict[str, Any], claim: dict[str, Any], records: dict[str, dict[str, Any]]) -> Claim:
-    if why := _missing("elastic", records):
-        return Claim(**base, status=NOT_RUN, evidence=why)
-    train = _train(records["elastic"])
-    diff, phases = train["max_abs_diff"], train["phases"]
-    if phases != [2, 1, 2]:
-        status = INCONCLUSIVE  # nobody left and rejoined: the scenario did not happen
-    else:
-        status = MECHANISM_SHOWN if diff < ELASTIC_TOL else CONTRADICTED
-    evidence = (f"world sizes {' -> '.join(map(str, phases))}; loss curve within {diff:.1e} of the uninterrupted "
-                f"run (tolerance {ELASTIC_TOL:g}). {' '.join(claim.get('scope', '').split())}").strip()
-    return Claim(**base, status=status, evidence=evidence, effect=diff, unit="max |loss - uninterrupted loss| (nats)")
-
-
-def claim_status(claim: dict[str, Any], records: dict[str, dict[str, Any]]) -> Claim:
-    """One paper.yaml claim judged by its `status_rule` on the records (model name -> record)."""
-    base = {"text": " ".join(claim["text"].split()), "source": claim["source"], "verified": claim["verified"],
-            "kind": claim["kind"]}
-    rule = claim.get("status_rule")
-    if rule == "not_testable":
-        return Claim(**base, status=NOT_TESTABLE, evidence=claim.get("why", ""))
-    if rule == "ring_memory":
-        return _ring_claim(base, records)
-    if rule == "elastic":
-        return _elastic_claim(base, claim, records)
-    raise ValueError(f"moesys claim '{claim.get('id')}': no status rule '{rule}'")
 
 
 def _fmt(x: float | None, spec: str = ".0f") -> str:
@@ -245,10 +166,10 @@ def elastic_section(record: dict[str, Any]) -> list[Block]:
             Figure("elastic_curve.png", draw=lambda: plot_elastic(t), caption="elastic curve", dpi=110)]
 
 
-def data_of(paper: dict[str, Any], records: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """The numbers behind the page, for claims.json: the claims' ids and paper values, the ring rows, the
-    elastic run's world sizes and loss difference."""
-    out: dict[str, Any] = {"claim_values": {c["id"]: c.get("values") for c in paper["claims"]}}
+def data_of(records: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The numbers behind the page, for claims.json: the ring rows and paired ratios, the elastic run's world sizes
+    and loss difference."""
+    out: dict[str, Any] = {}
     if "ring_memory" in records:
         t = _train(records["ring_memory"])
         out["ring"] = {"exact": t["exact"], "ring_k2_paired_ratios": paired_ratios(t["settings"][0]["rows"]),
@@ -264,10 +185,9 @@ def data_of(paper: dict[str, Any], records: dict[str, dict[str, Any]]) -> dict[s
 
 def build(results: PaperResults) -> PaperReport:
     """The page from the markov_tokens records (either may be missing: its claim is then 'not run')."""
-    paper = yaml.safe_load(PAPER.read_text())
     records = {m: r for m, r in results.models(DATASET).items() if m in MODELS}
     blocks: list[Block] = [
-        f"# MoESys / SE-MoE (arXiv {paper['arxiv']}): ring-memory inference and elastic training",
+        "# MoESys / SE-MoE (arXiv 2205.10034): ring-memory inference and elastic training",
         "Generated from the result records by `make report` (and after `make replicate-moesys`) through "
         "`REPLICATION.report()` (replications/moesys/report.py); do not edit by hand.",
         "**What this is.** The mechanisms, measured on a CPU. The paper's headline numbers (+33% training and "
@@ -279,5 +199,4 @@ def build(results: PaperResults) -> PaperReport:
     blocks += gpu_blocks(results)
     if "elastic" in records:
         blocks += elastic_section(records["elastic"])
-    return PaperReport(blocks=blocks, claims=[claim_status(c, records) for c in paper["claims"]],
-                       data=data_of(paper, records))
+    return PaperReport(blocks=blocks, claims=paper_claims(PAPER, results), data=data_of(records))
