@@ -47,8 +47,8 @@ smoke: venv
 # tracker=none device=cuda seed=1): a name with a small letter is a config key (the run refuses an unknown one in one
 # line); names in capitals (ARGS, VENV, REPLICATIONS_MIRROR, WANDB_MODE) are make's or the environment's.
 lowercase = $(strip $(foreach c,a b c d e f g h i j k l m n o p q r s t u v w x y z,$(findstring $(c),$(1))))
-CLI_OVERRIDES = $(foreach v,$(filter-out dataset model,$(sort $(.VARIABLES))),$(if $(and $(filter command line,$(origin \
-	$(v))),$(call lowercase,$(v))),'$(subst ','\'',$(v)=$($(v)))'))
+CLI_OVERRIDES = $(strip $(foreach v,$(filter-out dataset model,$(sort $(.VARIABLES))),$(if $(and \
+	$(filter command line,$(origin $(v))),$(call lowercase,$(v))),'$(subst ','\'',$(v)=$($(v)))')))
 
 # One explicit rule per paper (make never applies pattern rules to .PHONY targets). Ctrl-C: the run prints one line
 # (exit 130) and the recipe ends quietly, so make stops on the interrupt without adding its own "*** Error 130".

@@ -13,20 +13,24 @@ from __future__ import annotations
 
 import functools
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
 import hydra
+import torch
 from hydra.core.hydra_config import HydraConfig
+from hydra.errors import HydraException
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
 import replications
+from shared.cli_errors import INTERRUPTED, composition_error, interrupted, out_of_memory
 from shared.config_check import check_added_keys, one_line, validate
 from shared.data import DataError
 from shared.destination import DestinationError, name_hand_run
 from shared.paths import CONF_DIR
 from shared.runlog import RunLog
-from shared.runner import ConfigError, check_choices, result_path, run
+from shared.runner import ConfigError, check_choices, partial_path, result_path, run, seeds_of
 from shared.smoke import apply_smoke
 from shared.writable import check_data_folders
 
@@ -45,10 +49,11 @@ def finish_config(cfg: DictConfig, overrides: list[str], mode: RunMode) -> None:
         name_hand_run(cfg, overrides)
 
 
-def compose_hook() -> None:
+def compose_hook(one_line_errors: bool = True) -> None:
     """Make every config this app composes (the run's, each --multirun job's, the one ``--cfg job`` prints)
-    the one that runs. Hydra 1.3 has no hook after composition (1.4's ``on_compose_config`` callback), so its
-    config loader is wrapped, in this process only (``python -m replications`` and the console script)."""
+    the one that runs, and a config that does not compose one line (exit 2). Hydra 1.3 has no hook after
+    composition (1.4's ``on_compose_config`` callback), so its config loader is wrapped, in this process only
+    (``python -m replications`` and the console script)."""
     from hydra._internal.config_loader_impl import ConfigLoaderImpl
 
     load = ConfigLoaderImpl.load_configuration
@@ -58,7 +63,12 @@ def compose_hook() -> None:
     @functools.wraps(load)
     def load_configuration(self: Any, config_name: str | None, overrides: list[str], run_mode: RunMode,
                            *args: Any, **kwargs: Any) -> DictConfig:
-        cfg = load(self, config_name, overrides, run_mode, *args, **kwargs)
+        try:
+            cfg = load(self, config_name, overrides, run_mode, *args, **kwargs)
+        except (HydraException, OmegaConfBaseException) as exc:
+            if not one_line_errors:  # shell completion composes half-typed lines and expects Hydra's exception
+                raise
+            refuse(composition_error(exc, list(overrides)))  # Hydra's own report: 7-39 lines, exit 1
         mode = OmegaConf.select(cfg, "hydra.mode", default=None) or run_mode  # a --multirun job is composed as RUN
         finish_config(cfg, [o for o in overrides if not o.startswith("hydra.")], mode)
         return cfg
@@ -67,8 +77,8 @@ def compose_hook() -> None:
     ConfigLoaderImpl.load_configuration = load_configuration  # type: ignore[method-assign]
 
 
-def refuse(exc: Exception) -> None:
-    print(f"error: {one_line(exc)}", file=sys.stderr)
+def refuse(exc: Exception | str) -> NoReturn:
+    print(f"error: {exc if isinstance(exc, str) else one_line(exc)}", file=sys.stderr)
     sys.exit(2)
 
 
@@ -92,12 +102,21 @@ def main(cfg: DictConfig) -> float | None:
         path = result_path(cfg)  # refuses a folder inside results/
     except (ConfigError, DataError, DestinationError, KeyError) as exc:
         refuse(exc)
-    with RunLog(path):
+    stopped = ""
+    with RunLog(path) as log:
         print(f"hand run: results go to {path.resolve()} (results/ is written only by make replicate-<paper>)")
         try:
             record = run(cfg, replication)
         except (ConfigError, DataError, DestinationError, KeyError) as exc:  # a corrupt or missing data file too
             refuse(exc)
+        except (torch.OutOfMemoryError, MemoryError):
+            refuse(out_of_memory(cfg, partial_path(cfg)))
+        except KeyboardInterrupt:  # Ctrl-C: the seeds finished so far are in the partial record, which resumes
+            stopped = interrupted(partial_path(cfg), len(seeds_of(cfg)))
+            log.write(f"{stopped}\n")  # the log says so; the terminal gets it last, after the log's path
+    if stopped:
+        print(stopped, file=sys.stderr)
+        sys.exit(INTERRUPTED)
     # The returned value is what an Optuna sweeper would optimise: the paper's selection metric.
     select = cfg.paper.get("select_metric")
     return record["aggregate"][select]["mean"] if select else None
@@ -105,8 +124,12 @@ def main(cfg: DictConfig) -> float | None:
 
 def cli() -> None:
     """``python -m replications`` and the ``replications`` console script."""
-    compose_hook()
-    main()
+    compose_hook(one_line_errors=not {"-sc", "--shell-completion"} & set(sys.argv[1:]))
+    try:
+        main()
+    except KeyboardInterrupt:  # before the run started (composing, checking): main() handles it during the run
+        print(interrupted(None, 0), file=sys.stderr)
+        sys.exit(INTERRUPTED)
 
 
 if __name__ == "__main__":
