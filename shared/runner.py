@@ -205,36 +205,40 @@ def _run(cfg: DictConfig, replication: Replication, progress: Protocol) -> dict[
             config["paths"][key] = portable_paths(value)
     done = {r["seed"]: r for r in resumable_runs(cfg, config)}
     per_seed, runs = [], []
-    for seed in spec.seeds:
-        if seed in done:  # finished by an interrupted earlier run of this exact config
-            runs.append(done[seed])
-            per_seed.append(done[seed]["metrics"])
-            progress.resumed()
-            write(f"[{cfg.paper.name}/{cfg.dataset.name}/{cfg.model.name}] seed {seed}: resumed from {partial_path(cfg)}")
-            continue
-        progress.running()
-        seed_everything(seed)
-        tracker.start(cfg, seed)
-        t0 = time.perf_counter()
-        model = replication.build_model(spec, data)
-        summary = replication.train(spec, model, data, seed, tracker.log)
-        metrics = replication.evaluate(spec, model, data, seed, summary)
-        summary = stored(summary)
-        seconds = time.perf_counter() - t0
-        tracker.finish(metrics, reported)
-        per_seed.append(metrics)
-        # Per seed, because a resumed or merged protocol may span sessions, commits and machines.
-        # A replication's train() may set its own thread count: record what the seed ran with, not the default
-        env["hardware"]["torch_threads"] = torch.get_num_threads()
-        runs.append({"seed": seed, "metrics": metrics, "train": summary, "wall_seconds": round(seconds, 2),
-                     "git_commit": env["git_commit"], "code_fingerprint": code_identity(str(cfg.paper.name)),
-                     "cpu": env["hardware"]["cpu"], "gpu": env["hardware"]["gpu"],
-                     "torch_threads": env["hardware"]["torch_threads"]})
-        # Seeds finished so far, clearly incomplete: lets a long protocol resume after an interruption.
-        write_json_atomic(partial_path(cfg), {"complete": False, "runs": runs, "config": config})
-        progress.finished(seconds)
-        write(f"[{cfg.paper.name}/{cfg.dataset.name}/{cfg.model.name}] seed {seed}: "
-              + ", ".join(f"{k}={v:.4f}" for k, v in metrics.items()) + f" ({seconds:.1f}s)")
+    try:
+        for seed in spec.seeds:
+            if seed in done:  # finished by an interrupted earlier run of this exact config
+                runs.append(done[seed])
+                per_seed.append(done[seed]["metrics"])
+                progress.resumed()
+                write(f"[{cfg.paper.name}/{cfg.dataset.name}/{cfg.model.name}] seed {seed}: resumed from {partial_path(cfg)}")
+                continue
+            progress.running()
+            seed_everything(seed)
+            tracker.start(cfg, seed)
+            t0 = time.perf_counter()
+            model = replication.build_model(spec, data)
+            summary = replication.train(spec, model, data, seed, tracker.log)
+            metrics = replication.evaluate(spec, model, data, seed, summary)
+            summary = stored(summary)
+            seconds = time.perf_counter() - t0
+            tracker.finish(metrics, reported)
+            per_seed.append(metrics)
+            # Per seed, because a resumed or merged protocol may span sessions, commits and machines.
+            # A replication's train() may set its own thread count: record what the seed ran with, not the default
+            env["hardware"]["torch_threads"] = torch.get_num_threads()
+            runs.append({"seed": seed, "metrics": metrics, "train": summary, "wall_seconds": round(seconds, 2),
+                         "git_commit": env["git_commit"], "code_fingerprint": code_identity(str(cfg.paper.name)),
+                         "cpu": env["hardware"]["cpu"], "gpu": env["hardware"]["gpu"],
+                         "torch_threads": env["hardware"]["torch_threads"]})
+            # Seeds finished so far, clearly incomplete: lets a long protocol resume after an interruption.
+            write_json_atomic(partial_path(cfg), {"complete": False, "runs": runs, "config": config})
+            progress.finished(seconds)
+            write(f"[{cfg.paper.name}/{cfg.dataset.name}/{cfg.model.name}] seed {seed}: "
+                  + ", ".join(f"{k}={v:.4f}" for k, v in metrics.items()) + f" ({seconds:.1f}s)")
+    except BaseException:  # Ctrl-C or a failed seed: end the open W&B run quietly (its exit hook would print after
+        tracker.abort()  # the one 'interrupted' line); the partial file keeps every finished seed
+        raise
 
     agg = aggregate(per_seed)
     codes: dict[str, list[int]] = {}

@@ -122,6 +122,9 @@ class Tracker:
     def finish_protocol(self, record: dict[str, Any], path: Path | None = None) -> None:
         """After the result file is written: cross-seed aggregate, statuses, artifact."""
 
+    def abort(self) -> None:
+        """The run stopped before its result file (Ctrl-C, an error): close what is open, quietly."""
+
 
 class NoTracker(Tracker):
     pass
@@ -163,6 +166,14 @@ class WandbTracker(Tracker):
         self.names = Names()
         if self.mode == "offline" and getattr(self.run, "settings", None) is not None and self.run.settings.sync_dir:
             self.run_dirs.append(Path(self.run.settings.sync_dir))
+
+    def abort(self) -> None:
+        if self.run is not None:
+            try:
+                self.run.finish(exit_code=130)
+            except Exception:  # noqa: BLE001 - closing a run must never hide the interruption itself
+                pass
+            self.run = None
 
     def offline_note(self) -> str | None:
         """The one line an offline run ends with: where its W&B runs went, and how to upload them."""

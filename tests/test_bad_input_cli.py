@@ -268,3 +268,23 @@ def test_out_of_memory_names_a_smaller_batch(toy, tmp_path, capsys):
     toy(stop_at=2, stop=torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB"))
     assert replicate.main(ARGV) == 2
     one_error_line(capsys.readouterr().err, "out of memory running pshgcn/dblp/pshgcn on device=cpu")
+
+
+def test_ctrl_c_closes_the_open_tracker_run_quietly(toy, monkeypatch):
+    """A W&B run left open at Ctrl-C would have wandb's exit hook print after the one 'interrupted' line."""
+    from shared import runner
+    from shared.tracking import Tracker
+
+    calls: list[str] = []
+
+    class Recorder(Tracker):
+        def start(self, cfg, seed):
+            calls.append(f"start {seed}")
+
+        def abort(self):
+            calls.append("abort")
+
+    monkeypatch.setattr(runner, "make_tracker", lambda cfg, git=None: Recorder())
+    toy(stop_at=2, stop=KeyboardInterrupt())
+    assert replicate.main(ARGV) == 130
+    assert calls == ["start 1", "start 2", "abort"]
