@@ -160,12 +160,18 @@ def char_record(model: str, losses: dict[int, float], near: int) -> dict:
             "config": config}
 
 
-def char_claims(ta: dict | None, gs: dict | None, floor: float | None = FLOOR):
-    from replications.ta_moe import charclaims, report
+def char_claims(ta: dict | None, gs: dict | None, floor: float | None = FLOOR, monkeypatch=None):
+    """{claim id: Claim} of paper.yaml's specs on Tiny Shakespeare records (the bigram floor planted)."""
+    from replications.moe import charfloor
+    from replications.ta_moe import report
+    from shared.claims import paper_claims
+    from shared.paper_report import PaperResults
 
-    paper = yaml.safe_load(report.PAPER.read_text())["claims"]
-    claims, details = charclaims.claim_checks(paper, ta, gs, report.paired, floor)
-    return {c.text.split(" (Tiny")[0]: c for c in claims}, details
+    records = {("tinyshakespeare", m): r for m, r in (("ta_moe", ta), ("gshard", gs)) if r is not None}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(charfloor, "bigram_floor", lambda: floor)
+        claims = paper_claims(report.PAPER, PaperResults("ta_moe", Path("/nonexistent/ta_moe"), records))
+    return {c.id: c for c in claims if c.dataset == "tinyshakespeare"}
 
 
 GS = {1: 1.700, 2: 1.710, 3: 1.705}
@@ -173,20 +179,20 @@ GS = {1: 1.700, 2: 1.710, 3: 1.705}
 
 def test_no_loss_within_the_margin_and_fewer_off_node_tokens_are_supported():
     ta = char_record("ta_moe", {1: 1.702, 2: 1.711, 3: 1.708}, near=7)  # +0.002 nats/char, well inside ln 1.02
-    claims, details = char_claims(ta, char_record("gshard", GS, near=4))
+    claims = char_claims(ta, char_record("gshard", GS, near=4))
     acc, ladder = claims.values()
-    assert acc.status == "supported" and acc.interval[1] <= details["accuracy_margin_nats"] == pytest.approx(0.0198,
-                                                                                                           abs=1e-4)
+    assert acc.status == "supported" and acc.interval[1] <= math.log(1.02) == pytest.approx(0.0198, abs=1e-4)
     assert acc.effect == pytest.approx(0.002) and "nats/char" in acc.unit
     assert ladder.status == "supported" and ladder.effect == pytest.approx(1 / 8 - 1 / 2)
-    assert all(c.text.endswith("(Tiny Shakespeare)") for c in claims.values())
-    # the scale, in words: active parameters (by hand above), characters and steps per run
-    assert "0.81M active per token" in acc.scale and "1.536M training characters in 2000 steps" in acc.scale
+    assert all(c.short.endswith("(tinyshakespeare)") for c in claims.values())
+    # the scale: active parameters (by hand above), characters and steps per run, and the claim's far above it
+    assert "0.81M active" in acc.scale and "2,000 steps, 1,536,000 training tokens per run" in acc.scale
+    assert acc.display_status == "supported at 0.81M params (claim: 150M)"
 
 
 def test_a_clear_loss_and_more_off_node_tokens_are_contradicted():
     ta = char_record("ta_moe", {1: 1.760, 2: 1.772, 3: 1.764}, near=2)  # +0.06 nats/char: 3x the margin
-    claims, _ = char_claims(ta, char_record("gshard", GS, near=4))
+    claims = char_claims(ta, char_record("gshard", GS, near=4))
     assert [c.status for c in claims.values()] == ["contradicted", "contradicted"]
 
 
@@ -194,49 +200,55 @@ def test_an_interval_straddling_the_margin_is_inconclusive():
     ta = char_record("ta_moe", {1: 1.690, 2: 1.760, 3: 1.720}, near=4)  # noisy loss
     for one, off in zip(ta["runs"], (0.45, 0.56, 0.50)):  # and off-node shares around GShard's 0.5
         one["metrics"]["off_node_fraction_last10pct"] = off
-    claims, _ = char_claims(ta, char_record("gshard", GS, near=4))
+    claims = char_claims(ta, char_record("gshard", GS, near=4))
     assert [c.status for c in claims.values()] == ["inconclusive", "inconclusive"]
 
 
 def test_an_arm_above_the_bigram_floor_makes_both_claims_untestable():
     ta = char_record("ta_moe", {1: 1.702, 2: 2.600, 3: 1.708}, near=7)  # one seed never got past character pairs
-    claims, _ = char_claims(ta, char_record("gshard", GS, near=4))
+    claims = char_claims(ta, char_record("gshard", GS, near=4))
     assert [c.status for c in claims.values()] == ["not testable here"] * 2
     assert all("ta_moe 2.600" in c.evidence and "2.484" in c.evidence for c in claims.values())
-    claims, _ = char_claims(char_record("ta_moe", GS, near=7), char_record("gshard", GS, near=4), floor=None)
+    claims = char_claims(char_record("ta_moe", GS, near=7), char_record("gshard", GS, near=4), floor=None)
     assert [c.status for c in claims.values()] == ["not testable here"] * 2  # no floor known: nothing is judged
-    claims, _ = char_claims(char_record("ta_moe", GS, near=7), None)
+    claims = char_claims(char_record("ta_moe", GS, near=7), None)
     assert [c.status for c in claims.values()] == ["not run"] * 2
 
 
 def test_an_arm_below_the_floor_but_within_the_margin_is_still_untestable():
     # 2.300 is below the bigram (2.484) but not 0.3 below it (2.184): EvoMoE's rule, replications/moe/charfloor.py
     ta = char_record("ta_moe", {1: 1.702, 2: 2.300, 3: 1.708}, near=7)
-    claims, _ = char_claims(ta, char_record("gshard", GS, near=4))
+    claims = char_claims(ta, char_record("gshard", GS, near=4))
     assert [c.status for c in claims.values()] == ["not testable here"] * 2
     assert all("0.3 nats/char below" in c.evidence and "ta_moe 2.300" in c.evidence for c in claims.values())
     ta = char_record("ta_moe", {1: 1.702, 2: 2.180, 3: 1.708}, near=7)  # just past the margin: judged
-    claims, _ = char_claims(ta, char_record("gshard", GS, near=4))
+    claims = char_claims(ta, char_record("gshard", GS, near=4))
     assert "not testable here" not in [c.status for c in claims.values()]
 
 
-def test_the_page_shows_both_datasets_verdicts(tmp_path):
-    from replications.ta_moe import report
+def test_the_page_shows_both_datasets_verdicts(tmp_path, monkeypatch):
+    from replications.moe import charfloor
+    from replications.ta_moe import measures, report
     from shared.paper_report import PaperResults
     from shared.report_paper import render_page
     from tests.test_ta_moe_train import hand_record
 
+    real = measures.parameters
+    monkeypatch.setattr(measures, "parameters", lambda r: (1, 1) if r["dataset"] == "wikitext2" else real(r))
     records = {("wikitext2", m): hand_record(m, {1: 100.0, 2: 101.0}, near=n) for m, n in (("gshard", 4), ("ta_moe", 7))}
     records[("tinyshakespeare", "ta_moe")] = char_record("ta_moe", {1: 1.702, 2: 1.711, 3: 1.708}, near=7)
     records[("tinyshakespeare", "gshard")] = char_record("gshard", GS, near=4)
-    page = report.build(PaperResults("ta_moe", tmp_path, records), floor=lambda: FLOOR)
-    assert [c.status for c in page.claims] == ["not testable here", "not run", "supported", "supported",
-                                               "supported", "supported"]
-    assert [c.text.endswith("(Tiny Shakespeare)") for c in page.claims] == [False] * 4 + [True] * 2
-    assert page.data["tinyshakespeare"]["checks"]["bigram_valid_loss"] == FLOOR
+    monkeypatch.setattr(charfloor, "bigram_floor", lambda: FLOOR)
+    page = report.build(PaperResults("ta_moe", tmp_path, records))
+    assert [c.status for c in page.claims] == ["not testable here", "not run"] + ["supported"] * 4
+    assert [c.dataset for c in page.claims] == [None, "wikitext2", "wikitext2", "tinyshakespeare", "wikitext2",
+                                                "tinyshakespeare"]
+    assert page.data["tinyshakespeare"]["bigram_valid_loss"] == FLOOR
     text = render_page("ta_moe", page)
     assert "## Character-level Tiny Shakespeare" in text and "tinyshakespeare_dispatch.png" in text
     assert [len(f.draw().get_axes()) for f in page.figures()] == [3, 3]  # 2 arms + the off-node curve, each
+    monkeypatch.setattr(charfloor, "bigram_floor", lambda: 1 / 0)  # not called without Tiny Shakespeare records
     wikitext_only = {k: v for k, v in records.items() if k[0] == "wikitext2"}
-    unchanged = report.build(PaperResults("ta_moe", tmp_path, wikitext_only), floor=lambda: 1 / 0)  # not called
-    assert len(unchanged.claims) == 4 and "tinyshakespeare" not in unchanged.data
+    unchanged = report.build(PaperResults("ta_moe", tmp_path, wikitext_only))
+    assert [c.status for c in unchanged.claims if c.dataset == "tinyshakespeare"] == ["not run"] * 2
+    assert "tinyshakespeare" not in unchanged.data

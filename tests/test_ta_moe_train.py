@@ -154,13 +154,23 @@ def hand_record(model: str, ppl: dict[int, float], near: int) -> dict:
     off = off_node_fraction(dispatch(near), 2)
     cluster = {"intra_mbit": 8000.0, "inter_mbit": 400.0, "source": "config"}
     runs = [{"seed": s, "metrics": {"test_ppl": v, "off_node_fraction_last10pct": off},
-             "train": {"dispatch": dispatch(near), "cluster": cluster}} for s, v in ppl.items()]
+             "train": {"dispatch": dispatch(near), "cluster": cluster, "steps": 10, "train_tokens": 160}}
+            for s, v in ppl.items()]
     agg = {k: {"mean": 1.0, "std": 0.0, "n": len(runs), "ci95_low": 1.0, "ci95_high": 1.0}
            for k in ("valid_ppl", "test_ppl", "off_node_fraction", "off_node_fraction_last10pct",
                      "local_rank_fraction", "dropped_fraction", "train_tokens_per_s")}
+    protocol = {"batch_size": 4, "seq_len": 4, "layers": 2, "d_model": 128, "cluster": {"ranks_per_node": 2}}
     return {"dataset": "wikitext2", "model": model, "complete": True, "runs": runs, "aggregate": agg,
             "wall_seconds": 60.0, "environment": {"hardware": {"cpu": "test cpu", "torch_threads": 1}},
-            "config": {"paper": {"protocol": {"batch_size": 4, "seq_len": 4, "cluster": {"ranks_per_node": 2}}}}}
+            "config": {"paper": {"protocol": protocol}}}
+
+
+@pytest.fixture
+def sized(monkeypatch):
+    """Hand-made records carry no model config: their scale is planted (measures.parameters builds the model)."""
+    from replications.ta_moe import measures
+
+    monkeypatch.setattr(measures, "parameters", lambda record: (5_640_000, 5_370_000))
 
 
 def replay_file(ta_ms: float, gs_ms: float) -> dict:
@@ -171,34 +181,58 @@ def replay_file(ta_ms: float, gs_ms: float) -> dict:
             "measured_mbit": {"intra": 9000.0, "inter": 390.0}, "rows": rows}
 
 
-def test_claim_statuses_from_hand_made_records():
+def judged(tmp_path, records: dict, replay: dict | None = None, links: dict | None = None) -> dict:
+    """{claim id: Claim} of paper.yaml's specs on WikiText-2 records, the side files written beside them."""
+    from shared.claims import paper_claims
+
+    folder = tmp_path / "ta_moe"
+    folder.mkdir(exist_ok=True)
+    for name, side in (("replay.json", replay), ("links.json", links)):
+        (folder / name).unlink(missing_ok=True)
+        if side is not None:
+            (folder / name).write_text(json.dumps(side))
+    results = PaperResults("ta_moe", folder, {("wikitext2", m): r for m, r in records.items()})
+    return {c.id: c for c in paper_claims(report.PAPER, results) if c.dataset in (None, "wikitext2")}
+
+
+def test_claim_statuses_from_hand_made_records(tmp_path, sized):
     ta = hand_record("ta_moe", {1: 100.0, 2: 101.0, 3: 100.5}, near=7)
     gs = hand_record("gshard", {1: 100.2, 2: 100.8, 3: 100.6}, near=4)
-    claims, details = report.claim_checks({"ta_moe": ta, "gshard": gs}, replay_file(1.0, 5.0), {"inter": 400.0})
-    by = dict(zip(["speedup", "a2a", "accuracy", "ladder"], claims))
+    by = judged(tmp_path, {"ta_moe": ta, "gshard": gs}, replay_file(1.0, 5.0), {"measured_mbit": {"inter": 400.0}})
     assert by["speedup"].status == "not testable here"
     assert by["a2a"].status == "supported" and by["a2a"].interval[1] < 1  # TA's all-to-all 5x shorter
-    assert details["a2a"]["modelled_ms_h1024"]["ta_moe"] < details["a2a"]["modelled_ms_h1024"]["gshard"]
+    assert "modelled, not measured" in by["a2a"].evidence and by["a2a"].reached_scale["active_params"] == 5_370_000
     # a loss within the 2% margin (+2.0 PPL) with an interval inside it: no loss of accuracy, supported
-    assert by["accuracy"].status == "supported" and by["accuracy"].interval[1] <= details["accuracy"]["margin"]
+    acc = by["accuracy_wikitext2"]
+    assert acc.status == "supported" and acc.interval[1] <= 0.02 * 100.5333 and "effect <= 2.01067" in acc.evidence
     assert by["ladder"].status == "supported" and by["ladder"].effect == pytest.approx(1 / 8 - 1 / 2)
     worse = hand_record("ta_moe", {1: 120.0, 2: 121.0, 3: 122.0}, near=2)  # 20 PPL worse, more off-node
-    claims, _ = report.claim_checks({"ta_moe": worse, "gshard": gs}, replay_file(5.0, 1.0))
-    assert [c.status for c in claims][1:] == ["contradicted", "contradicted", "contradicted"]
+    by = judged(tmp_path, {"ta_moe": worse, "gshard": gs}, replay_file(5.0, 1.0))
+    assert [c.status for c in by.values()][1:] == ["contradicted", "contradicted", "contradicted"]
     noisy = hand_record("ta_moe", {1: 95.0, 2: 110.0, 3: 100.0}, near=7)  # the interval straddles the margin
-    assert report.claim_checks({"ta_moe": noisy, "gshard": gs}, None)[0][2].status == "inconclusive"
-    claims, _ = report.claim_checks({"ta_moe": ta}, None)
-    assert [c.status for c in claims] == ["not testable here", "not run", "not run", "not run"]
+    assert judged(tmp_path, {"ta_moe": noisy, "gshard": gs})["accuracy_wikitext2"].status == "inconclusive"
+    by = judged(tmp_path, {"ta_moe": ta})
+    assert [c.status for c in by.values()] == ["not testable here", "not run", "not run", "not run"]
+    assert "has not run" in by["a2a"].evidence and "no record of gshard on wikitext2" in by["ladder"].evidence
 
 
-def test_replay_ratio_needs_its_interval_below_one():
-    same = [1e-3 * (1 + 0.1 * (i % 7)) for i in range(50)]
-    assert report.replay_ratio(same, same)["status"] == "inconclusive"
-    assert report.replay_ratio([t / 2 for t in same], same)["status"] == "supported"
-    assert report.replay_ratio([t * 2 for t in same], same)["status"] == "contradicted"
+def test_the_replay_ratio_needs_its_interval_below_one_and_no_width_contradicting(tmp_path, sized):
+    records = {m: hand_record(m, {1: 100.0, 2: 101.0}, near=n) for m, n in (("gshard", 4), ("ta_moe", 7))}
+    same = replay_file(1.0, 1.0)
+    for row in same["rows"]:  # both arms the same spread samples: the ratio's interval straddles 1
+        row["seconds"] = [1e-3 * (1 + 0.1 * (i % 7)) for i in range(50)]
+    assert judged(tmp_path, records, same)["a2a"].status == "inconclusive"
+    assert judged(tmp_path, records, replay_file(0.5, 1.0))["a2a"].status == "supported"
+    assert judged(tmp_path, records, replay_file(2.0, 1.0))["a2a"].status == "contradicted"
+    narrow_slower = replay_file(1.0, 5.0)  # the widest messages support it, but the narrow ones contradict it
+    for row in narrow_slower["rows"]:
+        if row["d_model"] == 128:
+            row["seconds"] = [t * (3 if row["arm"] == "ta_moe" else 0.2) for t in row["seconds"]]
+    a2a = judged(tmp_path, records, narrow_slower)["a2a"]
+    assert a2a.status == "contradicted" and a2a.interval[1] < 1 and "H=128" in a2a.evidence
 
 
-def test_page_from_hand_made_records(tmp_path):
+def test_page_from_hand_made_records(tmp_path, sized):
     from shared.report_paper import render_page
 
     records = {("wikitext2", m): hand_record(m, {1: 100.0, 2: 101.0}, near=n)
@@ -207,7 +241,8 @@ def test_page_from_hand_made_records(tmp_path):
     folder.mkdir()
     (folder / "replay.json").write_text(json.dumps(replay_file(1.0, 5.0)))
     page = report.build(PaperResults("ta_moe", folder, records))
-    assert [c.status for c in page.claims] == ["not testable here", "supported", "supported", "supported"]
+    assert [c.status for c in page.claims] == ["not testable here", "supported", "supported", "not run", "supported",
+                                               "not run"]  # no Tiny Shakespeare records
     tables = [b for b in page.blocks if hasattr(b, "header")]
     assert [row[0] for row in tables[0].rows] == ["ta_moe", "gshard", "fastermoe"]  # the paper's order
     assert [row[1] for row in tables[-1].rows] == [128, 128, 1024, 1024]  # the replay's rows

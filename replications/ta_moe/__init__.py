@@ -4,8 +4,9 @@ on character-level Tiny Shakespeare (nanoGPT's CPU configuration, conf/dataset/t
 only, as nanoGPT reports it).
 
 train records every step's dispatch matrix and the cluster it routed over (in the summary, so in the record);
-evaluate turns them into the off-node shares; report() returns the table, the claim checks and the dispatch
-figure as data (replications/ta_moe/report.py), reading the replay's side files (replay.json, links.json).
+evaluate turns them into the off-node shares; report() returns the tables, the dispatch figures and the verdicts
+of paper.yaml's claim specs (replications/ta_moe/report.py, measures.py: the replay's side files replay.json and
+links.json).
 """
 
 from __future__ import annotations
