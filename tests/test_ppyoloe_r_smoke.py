@@ -87,7 +87,8 @@ def _record(model, maps, curve=()):
     runs = [{"seed": s, "metrics": {"test_map": v}, "wall_seconds": 10.0,
              "train": {"train_seconds": 8.0, "curve": list(curve) if s == 1 else []}}
             for s, v in zip((1, 2, 3), maps)]
-    cfg = {"dataset": {"n_train": 8, "image_size": 64, "n_test": 4, "n_val": 2}, "model": {"steps": 4, "batch_size": 2},
+    cfg = {"dataset": {"n_train": 8, "image_size": 64, "n_test": 4, "n_val": 2},
+           "model": {"size": "s", "angle": "dfl", "steps": 4, "batch_size": 2},
            "paper": {"protocol": {"curve_seed": 1}}}
     return {"paper": "ppyoloe_r", "dataset": "synthetic_rotated", "model": model, "scale": "smoke", "complete": True,
             "runs": runs, "config": cfg, "wall_seconds": 30.0}
@@ -108,15 +109,18 @@ def test_page_from_records_reads_paired_differences(tmp_path):
     assert (smooth.status, direct.status) == ("supported", "inconclusive")
     assert smooth.effect == pytest.approx(-10.0) and smooth.interval[1] < 0 < direct.interval[1]
     assert direct.kind == "authors_release" and direct.verified and smooth.kind == "paper" and not smooth.verified
-    assert "below this run's resolution" in direct.evidence and "s model from scratch, 4 steps" in smooth.scale
+    assert direct.evidence.startswith("+0.333 [-2.54, +3.2] mAP (95% t, n = 3)") and "+0.23 mAP" in direct.caveat
+    assert smooth.scale.startswith("s model from scratch, 4 steps") and smooth.reached_scale["params"] == 8_024_900
+    assert smooth.claim_scale["params"] == 8.09e6 and direct.scale_ratio == pytest.approx(8_024_900 / 53.29e6)
     table = next(b for b in page.blocks if isinstance(b, Table))
     assert table.rows[0][1:4] == ["71.00 ± 1.00", 3, "70.00, 72.00, 71.00"]
     assert table.rows[1][4].startswith("-10.00 [")
     text = "\n".join(b for b in page.blocks if isinstance(b, str))
     assert "Noise floor: the paper's setting varies by 1.00 mAP" in text and "2: 50.0, 4: 70.0" in text
+    assert "DFL-angle gain (+0.23 mAP on DOTA, README appendix) is below this run's resolution (± 2.87)" in text
     assert [f.name for f in page.figures()] == ["learning_curve.png"]
     assert "No architecture.json beside these results" in text and page.data["architecture"] is None
-    assert page.data["ablation"]["ppyoloe_r_smoothl1"]["paired_diff"]["seeds"] == [1, 2, 3]
+    assert page.data["ablation"]["ppyoloe_r_smoothl1"]["paired_diff"]["n"] == 3
 
 
 def test_page_without_an_alternative_says_not_run_and_reads_the_architecture_file(tmp_path):

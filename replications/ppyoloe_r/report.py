@@ -1,10 +1,7 @@
 """PP-YOLOE-R's page as data (``build``): the loss / angle-head ablation on procedural rotated objects with its
-two claims, the learning curve, the DOTA example figure, and the architecture table (ours vs the README) from
+two claims (paper.yaml's specs judged by shared.claims: paired difference of test mAP by seed, alternative minus the
+paper's setting), the learning curve, the DOTA example figure, and the architecture table (ours vs the README) from
 the architecture.json that ``python -m replications.ppyoloe_r.architecture`` writes beside the results.
-
-A claim's effect is the paired difference (same seed: same init, batch order and augmentation) of test mAP,
-alternative minus the paper's setting, with its Student t 95% interval over seeds, judged by
-shared.verdict.direction_status (the paper says the alternative is lower).
 """
 
 from __future__ import annotations
@@ -18,11 +15,10 @@ import torch
 from replications.ppyoloe_r.architecture import FILE_NAME as ARCHITECTURE_FILE
 from replications.ppyoloe_r.model import PPYOLOER
 from replications.ppyoloe_r.train import weights_path
+from shared.claims import load_claims, paper_claims
 from shared.data import DataError
 from shared.paper_report import Block, Claim, Figure, PaperReport, PaperResults, Table
-from shared.reference import load_paper
 from shared.stats import summarize
-from shared.verdict import NOT_RUN, direction_status
 
 PAPER = Path(__file__).with_name("paper.yaml")
 DATASET, BASE = "synthetic_rotated", "ppyoloe_r"
@@ -32,33 +28,21 @@ LABELS = {"ppyoloe_r": "ProbIoU + DFL angle (paper)", "ppyoloe_r_smoothl1": "smo
 DOTA_FIGURE = "dota_examples.png"
 
 
-def dfl_gain() -> float | None:
-    """The README appendix's gain of the DFL angle over direct regression (mAP, DOTA), from paper.yaml."""
-    return next(((c.get("values") or {}).get("gain_map") for c in load_paper(PAPER)["claims"]
-                 if c["alternative"] == "ppyoloe_r_direct_angle"), None)
+def by_alternative(claims: list[Claim]) -> dict[str, tuple[Claim, dict[str, Any]]]:
+    """Each ablated model's verdict with its spec's judge: {alternative arm: (claim, judge)}."""
+    judges = {s.id: s.judge for s in load_claims(PAPER, "ppyoloe_r")}
+    return {judges[c.id]["arms"][0]: (c, judges[c.id]) for c in claims}
 
 
-def seed_maps(rec: dict) -> dict[int, float]:
-    return {r["seed"]: r["metrics"]["test_map"] for r in rec["runs"]}
-
-
-def paired(per: dict[int, float], base: dict[int, float]) -> dict[str, Any] | None:
-    """Alternative minus base over the seeds both have: mean and Student t 95% interval; None under 2 seeds."""
-    common = sorted(set(per) & set(base))
-    if len(common) < 2:
-        return None
-    s = summarize([per[k] - base[k] for k in common])
-    return {"seeds": common, "mean": s["mean"], "half": s["ci95_high"] - s["mean"], "low": s["ci95_low"],
-            "high": s["ci95_high"]}
-
-
-def ablation(recs: dict[str, dict]) -> tuple[Table, dict[str, Any]]:
-    base = seed_maps(recs[BASE]) if BASE in recs else {}
+def ablation(recs: dict[str, dict], verdicts: dict[str, tuple[Claim, dict[str, Any]]]) -> tuple[Table, dict[str, Any]]:
+    """One row per setting: mean ± std over seeds, the seeds' values, its claim's paired difference, wall time."""
     rows, data = [], {}
     for name in (m for m in ABLATION_MODELS if m in recs):
-        per = seed_maps(recs[name])
+        per = {r["seed"]: r["metrics"]["test_map"] for r in recs[name]["runs"]}
         s = summarize(list(per.values()))
-        diff = paired(per, base) if name != BASE else None
+        claim = verdicts.get(name, (None,))[0]
+        diff = None if claim is None or claim.interval is None else \
+            {"mean": claim.effect, "low": claim.interval[0], "high": claim.interval[1], "n": claim.n}
         wall = float(np.mean([r["wall_seconds"] for r in recs[name]["runs"]]))
         rows.append([f"{LABELS[name]} (`{name}`)", f"{s['mean']:.2f} ± {s['std']:.2f}", s["n"],
                      ", ".join(f"{v:.2f}" for v in per.values()),
@@ -71,26 +55,18 @@ def ablation(recs: dict[str, dict]) -> tuple[Table, dict[str, Any]]:
     return Table(header, rows), data
 
 
-def claims(ablation_data: dict[str, Any], scale: str) -> list[Claim]:
-    """The paper.yaml claims, each judged on its alternative's paired difference (not run without one)."""
-    out = []
-    for c in load_paper(PAPER)["claims"]:
-        base = {"text": c["text"], "kind": c["kind"], "source": c["source"], "verified": c["verified"]}
-        diff = ablation_data.get(c["alternative"], {}).get("paired_diff")
-        if diff is None:
-            out.append(Claim(**base, status=NOT_RUN, evidence=f"no complete {c['alternative']} and {BASE} records "
-                                                              "with 2 or more common seeds"))
-            continue
-        evidence = (f"{c['tested_as']}: {diff['mean']:+.2f} mAP [{diff['low']:+.2f}, {diff['high']:+.2f}] "
-                    f"(95% interval over {len(diff['seeds'])} paired seeds)")
-        gain = (c.get("values") or {}).get("gain_map")
-        if gain is not None:
-            evidence += (f"; the published gain (+{gain} mAP on DOTA) is "
-                         + ("below" if diff["half"] > gain else "within") + f" this run's resolution (± {diff['half']:.2f})")
-        out.append(Claim(**base, status=direction_status(diff["low"], diff["high"], claimed="negative"),
-                         evidence=evidence, effect=diff["mean"], interval=(diff["low"], diff["high"]),
-                         unit="test mAP (alternative - paper's setting)", scale=scale))
-    return out
+def noise_floor(base: dict[int, float], verdicts: dict[str, tuple[Claim, dict[str, Any]]]) -> str:
+    """The paper's setting's seed spread, and whether the README's DFL-angle gain is within this run's resolution."""
+    text = (f"Noise floor: the paper's setting varies by {np.std(list(base.values()), ddof=1):.2f} mAP (std over "
+            f"{len(base)} seeds); a paired difference is resolved only when its 95% interval excludes 0.")
+    claim, judge = verdicts.get("ppyoloe_r_direct_angle", (None, {}))
+    gain = (judge.get("options") or {}).get("published_gain")
+    if claim is None or claim.interval is None or gain is None:
+        return text
+    half = claim.interval[1] - claim.effect
+    return text + (f" The paper's DFL-angle gain (+{gain} mAP on DOTA, README appendix) is "
+                   + (f"below this run's resolution (± {half:.2f}): it is neither confirmed nor refuted here."
+                      if half > gain else f"within this run's resolution (± {half:.2f})."))
 
 
 def architecture_blocks(arch: dict | None) -> list[Block]:
@@ -206,11 +182,12 @@ def build(results: PaperResults) -> PaperReport | None:
     recs = {m: r for m, r in results.models(DATASET).items() if m in ABLATION_MODELS}
     if not recs:
         return None
-    table, data = ablation(recs)
+    claims = paper_claims(PAPER, results)
+    verdicts = by_alternative(claims)
+    table, data = ablation(recs, verdicts)
     first = recs[next(m for m in ABLATION_MODELS if m in recs)]
     d, m, scale = first["config"]["dataset"], first["config"]["model"], first.get("scale", "full")
     protocol = first["config"].get("paper", {}).get("protocol", {})
-    scale_words = f"s model from scratch, {m['steps']} steps of batch {m['batch_size']}, procedural {d['image_size']}-px images"
     blocks: list[Block] = [
         "# PP-YOLOE-R: loss / angle-head ablation on procedural rotated objects, architecture vs the release",
         "## Ablation on procedural rotated objects (s model, from scratch, CPU)",
@@ -221,13 +198,7 @@ def build(results: PaperResults) -> PaperReport | None:
         "over seeds.", table]
     base = data.get(BASE, {}).get("per_seed", {})
     if len(base) > 1:
-        dfl, gain = data.get("ppyoloe_r_direct_angle", {}).get("paired_diff"), dfl_gain()
-        dfl_text = "" if dfl is None or gain is None else (
-            f" The paper's DFL-angle gain (+{gain} mAP on DOTA, README appendix) is "
-            + (f"below this run's resolution (± {dfl['half']:.2f}): it is neither confirmed nor refuted here."
-               if dfl["half"] > gain else f"within this run's resolution (± {dfl['half']:.2f})."))
-        blocks.append(f"Noise floor: the paper's setting varies by {np.std(list(base.values()), ddof=1):.2f} mAP (std over "
-                      f"{len(base)} seeds); a paired difference is resolved only when its 95% interval excludes 0.{dfl_text}")
+        blocks.append(noise_floor(base, verdicts))
     curves = [(r["seed"], r["train"]["curve"]) for r in recs.get(BASE, {}).get("runs", []) if r["train"].get("curve")]
     if curves:
         seed, curve = curves[0]
@@ -246,6 +217,6 @@ def build(results: PaperResults) -> PaperReport | None:
         blocks.append(dota)
     arch = results.side_file(ARCHITECTURE_FILE)
     blocks += architecture_blocks(arch)
-    return PaperReport(blocks=blocks, claims=claims(data, scale_words),
+    return PaperReport(blocks=blocks, claims=claims,
                        data={"ablation": data, "curve": curves[0][1] if curves else [],
                              "architecture": arch["rows"] if arch else None})
