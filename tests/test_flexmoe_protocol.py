@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from replications.flexmoe import REPLICATION, report, simulate, trace_path
+from replications.flexmoe import REPLICATION, measures, report, simulate, trace_path
 from replications.flexmoe.train import fit
 from shared.paper_report import PaperResults
 from shared.runner import make_run, run
@@ -151,7 +151,7 @@ def test_simulator_writes_into_its_out_and_the_page_builds_from_tiny_results(tmp
     assert [c.status for c in page.claims] == ["not testable here", "not testable here", "supported", "not run",
                                                "supported", "not run", "not run"]
     # planted: max/mean = 0.5 / (1/8) = 4 in every step; the hot expert moves, far beyond multinomial noise
-    assert page.claims[2].interval[0] > 3.5 and "the simulator has not run" in page.claims[0].evidence
+    assert page.claims[2].interval[0] > 3.5 and "never a measurement" in page.claims[0].evidence
     assert [f.name for f in page.figures()] == ["premise.png"]
 
     (folder / "simulation.json").write_text((out / "simulation.json").read_text())
@@ -160,6 +160,7 @@ def test_simulator_writes_into_its_out_and_the_page_builds_from_tiny_results(tmp
     assert [c.status for c in page.claims] == ["not testable here", "not testable here", "supported", "not run",
                                                "supported", "not run", "supported"]
     assert "MODELLED" in page.claims[0].evidence and page.claims[6].interval[1] < 1
+    assert "section 2" in page.claims[1].evidence and any("MODELLED step time" in str(b) for b in page.blocks)
     assert [f.name for f in page.figures()] == ["premise.png", "simulation.png", "replica_a2a.png"]
     assert all(f.draw().get_axes() for f in page.figures())
     assert set(page.data["simulation_summary"]) == {f"{m}@{link}" for m in ("switch_e8", "gshard_e8")
@@ -170,18 +171,19 @@ def test_simulator_writes_into_its_out_and_the_page_builds_from_tiny_results(tmp
 
 
 def test_premise_rule_has_two_thresholds():
-    assert report.band_status({"a": 1.6, "b": 2.0}, 1.5, 1.1) == "supported"
-    assert report.band_status({"a": 1.0, "b": 1.05}, 1.5, 1.1) == "contradicted"
-    assert report.band_status({"a": 1.3, "b": 1.4}, 1.5, 1.1) == "inconclusive"  # between the thresholds
-    assert report.band_status({"a": 1.0, "b": 2.0}, 1.5, 1.1) == "inconclusive"
-    assert report.band_status({}, 1.5, 1.1) == "not run"
+    # (lowest, highest) setting against support 1.5 and contra 1.1
+    assert measures.band_status(1.6, 2.0, 1.5, 1.1) == "supported"
+    assert measures.band_status(1.0, 1.05, 1.5, 1.1) == "contradicted"
+    assert measures.band_status(1.3, 1.4, 1.5, 1.1) == "inconclusive"  # between the thresholds
+    assert measures.band_status(1.0, 2.0, 1.5, 1.1) == "inconclusive"
+    assert measures.band_status(1.05, 1.1, 1.5, 1.1) == "contradicted"  # at the lower threshold: not above it
 
 
 def test_median_ratio_needs_its_interval_below_one():
     same = [1e-3 * (1 + 0.05 * (i % 7)) for i in range(21)]
-    assert report.median_ratio(same, same)["status"] == "inconclusive"
-    assert report.median_ratio([t * 0.7 for t in same], same)["status"] == "supported"
-    assert report.median_ratio([t * 1.4 for t in same], same)["status"] == "contradicted"
+    assert measures.median_ratio(same, same)["status"] == "inconclusive"
+    assert measures.median_ratio([t * 0.7 for t in same], same)["status"] == "supported"
+    assert measures.median_ratio([t * 1.4 for t in same], same)["status"] == "contradicted"
 
 
 def test_train_writes_the_trace_beside_the_results_and_hands_evaluate_its_statistics(tmp_path):

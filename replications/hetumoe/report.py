@@ -1,75 +1,18 @@
-"""HetuMoE's page as data: the flat vs hierarchical table, the claim check and the plot (``build``).
-
-Speedup = flat / hierarchical time, paired by seed (one seed = one measurement round). The testable claim
-(paper.yaml `claims`, the H-A2A mechanism) is a direction at the smallest per-rank size, judged by
-shared.verdict.sign_status over every round on every shaped link; the system-level speedups are `not
-testable here`, with the reason from paper.yaml. No paper number is compared: none is known.
+"""HetuMoE's page as data: the flat vs hierarchical table and the plot (``build``); the claims are paper.yaml's specs
+judged by shared.claims (the H-A2A direction from measures.py's per-round speed-ups). Speedup = flat / hierarchical
+time, paired by seed (one seed = one measurement round). No paper number is compared: none is known.
 """
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from shared.paper_report import Claim, Figure, PaperReport, PaperResults, Table
-from shared.verdict import INCONCLUSIVE, NOT_RUN, NOT_TESTABLE, sign_status
+from replications.hetumoe.measures import compare, topologies
+from shared.claims import paper_claims
+from shared.paper_report import Figure, PaperReport, PaperResults, Table
 
 PAPER = Path(__file__).with_name("paper.yaml")
-METRIC = re.compile(r"^a2a_ms_r(?P<rate>[\d.]+)_(?P<size>\d+)(?P<unit>KiB|MiB)$")
-
-
-def _bytes(m: re.Match) -> int:
-    return int(m["size"]) * (2**10 if m["unit"] == "KiB" else 2**20)
-
-
-def compare(records: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per (rate, size): each model's mean ms and the per-seed speedups flat / hierarchical."""
-    hier, flat = records["hetumoe"], records["hetumoe_flat"]
-    h_runs = {r["seed"]: r["metrics"] for r in hier["runs"]}
-    f_runs = {r["seed"]: r["metrics"] for r in flat["runs"]}
-    seeds = sorted(set(h_runs) & set(f_runs))
-    rows = []
-    for metric in hier["aggregate"]:
-        m = METRIC.match(metric)
-        if not m or metric not in flat["aggregate"]:
-            continue
-        speedups = [f_runs[s][metric] / h_runs[s][metric] for s in seeds]
-        rows.append({"metric": metric, "rate_mbit": float(m["rate"]), "bytes": _bytes(m), "seeds": seeds,
-                     "flat_ms": flat["aggregate"][metric]["mean"], "hier_ms": hier["aggregate"][metric]["mean"],
-                     "speedups": speedups, "speedup_mean": sum(speedups) / len(speedups)})
-    return sorted(rows, key=lambda r: (r["rate_mbit"], r["bytes"]))
-
-
-def direction(rows: list[dict[str, Any]]) -> str:
-    """Every round's speedup at the smallest size: H-A2A faster (> 1) in all of them, slower in all, or neither."""
-    smallest = min(r["bytes"] for r in rows)
-    return sign_status([s - 1 for r in rows if r["bytes"] == smallest for s in r["speedups"]])
-
-
-def claim_check(all_rows: dict[str, list[dict[str, Any]]], cluster: set[str]) -> list[Claim]:
-    paper = yaml.safe_load(PAPER.read_text())
-    out = []
-    for claim in paper["claims"]:
-        base = {"text": claim["text"], "kind": claim["kind"], "source": claim["source"], "verified": claim["verified"]}
-        if not claim.get("testable_here"):
-            out.append(Claim(**base, status=NOT_TESTABLE, evidence=claim["why_not"]))
-            continue
-        if cluster != {"emulated"} or not all_rows:
-            out.append(Claim(**base, status=NOT_RUN, evidence="no measurement on the emulated (shaped) cluster"))
-            continue
-        per_topo = {t: direction(rows) for t, rows in all_rows.items()}
-        values = set(per_topo.values())
-        status = values.pop() if len(values) == 1 else INCONCLUSIVE
-        effects = [s for rows in all_rows.values() for r in rows if r["bytes"] == min(x["bytes"] for x in rows)
-                   for s in r["speedups"]]
-        evidence = (f"{claim['tested_as']}; flat / H-A2A at the smallest size {min(effects):.2f}-{max(effects):.2f}x "
-                    f"over rounds ({', '.join(f'{t}: {v}' for t, v in per_topo.items())})")
-        out.append(Claim(**base, status=status, evidence=evidence, unit="x (flat / H-A2A)",
-                         effect=sum(effects) / len(effects), interval=(min(effects), max(effects))))
-    return out
 
 
 def _size(b: int) -> str:
@@ -107,8 +50,7 @@ def plot(all_rows: dict[str, list[dict[str, Any]]]) -> Any:
 
 def build(results: PaperResults) -> PaperReport | None:
     """The page from every topology with both a flat and a hierarchical record; None without such a pair."""
-    pairs = {t: results.models(t) for t in results.datasets()
-             if {"hetumoe", "hetumoe_flat"} <= set(results.models(t))}
+    pairs = topologies(results)
     if not pairs:
         return None
     all_rows = {t: compare(r) for t, r in pairs.items()}
@@ -125,5 +67,5 @@ def build(results: PaperResults) -> PaperReport | None:
               "The model's extrapolation to GPU-cluster hardware (assumed, not measured) is in "
               "[results/moe/COMM_BENCHMARK.md](../moe/COMM_BENCHMARK.md).",
               Figure("a2a.png", draw=lambda: plot(all_rows), caption="flat vs H-A2A", dpi=100)]
-    return PaperReport(blocks=blocks, claims=claim_check(all_rows, cluster),
+    return PaperReport(blocks=blocks, claims=paper_claims(PAPER, results),
                        data={"rows": all_rows, "cluster": sorted(cluster), "seeds": seeds, "commits": commits})
