@@ -5,7 +5,7 @@
   simple/complex, latency) next to the paper's numbers, saying what the number of tables can resolve;
 - every table's scores; the layout model's architecture checked against the fact sheet and its latency;
 - figures: a table rendered next to its ground truth, layout detections on pages;
-- claims: every reported number of paper.yaml, judged where this replication can test it (shared.verdict).
+- claims: paper.yaml's claims: specs, judged by shared.claims (the accuracy's Wilson-interval rule: measures.py).
 """
 
 from __future__ import annotations
@@ -21,9 +21,10 @@ from matplotlib.patches import Rectangle  # noqa: E402
 
 from replications.ocr.details import run_details
 from replications.ppstructurev2.table import structure_of_html  # noqa: E402
-from shared.paper_report import Claim, Figure, PaperReport, PaperResults, Table  # noqa: E402
+from shared.claims import paper_claims  # noqa: E402
+from shared.paper_report import Figure, PaperReport, PaperResults, Table  # noqa: E402
 from shared.reference import load_paper  # noqa: E402
-from shared.verdict import NOT_TESTABLE, direction_status  # noqa: E402
+from shared.verdict import NOT_TESTABLE  # noqa: E402
 
 PAPER = Path(__file__).with_name("paper.yaml")
 # Fact sheet (../shared/papers/ppstructurev2.md): PP-PicoDet with an LCNet backbone, 800 x 608 input, 4 FPN levels.
@@ -229,55 +230,6 @@ def kie_section(paper: dict) -> list[Any]:
             "FUNSD's ground truth as prediction (100 %); no model is trained here."]
 
 
-# Why a reported number cannot be measured here, by (dataset, model, metric); the rest are judged from the runs.
-WHY_NOT = {
-    ("pubtabnet", "slanet", "test_teds"): "end-to-end TEDS needs the paper's table OCR pair "
-                                          "(en_ppocr_mobile_v2.0_table det/rec), which is not obtainable",
-    ("pubtabnet", "slanet", "latency_ms_mean"): "Xeon Gold 6148 with MKLDNN and 10 threads; here one onnxruntime "
-                                                "thread on a shared 2-core CPU",
-    ("publaynet", "picodet_lcnet_publaynet", "test_map50"): "the PubLayNet layout weights are not obtainable",
-    ("publaynet", "picodet_lcnet_publaynet", "latency_ms_mean"): "its PubLayNet model on a Xeon Gold 6148, 10 threads; "
-                                                                 "here the CDLA model on one thread of a shared CPU",
-    ("cdla", "picodet_cdla", "test_map"): "the CDLA validation set (1,000 images) is not available here",
-}
-
-
-def accuracy_claim(entry: dict, base: dict, tables: dict[str, dict], tolerance: float) -> Claim:
-    """The reported structure accuracy, judged as 'no loss beyond the tolerance' on the Wilson interval of ours:
-    supported when even the interval's low end is within the tolerance below the paper, contradicted when its high
-    end is more than the tolerance below, else inconclusive (a small subset cannot resolve it)."""
-    ds = "pubtabnet" if "pubtabnet" in tables else "pubtabnet_mini" if "pubtabnet_mini" in tables else None
-    if ds is None:
-        return Claim(**base, status="not run", evidence="no table-recognition run")
-    m, ref, n = tables[ds]["metrics"], float(entry["value"]), tables[ds]["tables"]
-    lo, hi = m["test_acc_ci_low"], m["test_acc_ci_high"]
-    status = direction_status(ref - hi, ref - lo, claimed="none", margin=tolerance)
-    return Claim(**base, status=status, effect=round(m["test_acc"] - ref, 4), interval=(round(lo - ref, 4),
-                 round(hi - ref, 4)), unit="points of structure accuracy (ours - paper)",
-                 evidence=f"{m['test_acc']:.1f} % [{lo:.1f}, {hi:.1f}] (95 % Wilson) on {n} tables ({ds}) vs "
-                          f"{ref:g} %; tolerance {tolerance:g} point",
-                 scale="" if ds == "pubtabnet" else f"{n} of the 9,115 validation tables")
-
-
-def claims(paper: dict, tables: dict[str, dict]) -> list[Claim]:
-    """One claim per reported number of paper.yaml (the null ones are placeholders, not claims)."""
-    out = []
-    for e in paper["reported"]:
-        if e["value"] is None:
-            continue
-        key = (e["dataset"], e["model"], e["metric"])
-        base = {"text": f"{e['model']} {e['metric']} = {e['value']:g} on {e['dataset']}", "source": e["source"],
-                "verified": e["verified"], "kind": e["kind"]}
-        if key == ("pubtabnet", "slanet", "test_acc"):
-            out.append(accuracy_claim(e, base, tables, float(paper["tolerances"]["test_acc"])))
-        elif e["model"] == "vi_layoutxlm":
-            out.append(Claim(**base, status=NOT_TESTABLE, evidence="the VI-LayoutXLM weights are not obtainable"
-                             + (" (nor XFUND)" if e["dataset"] == "xfund_zh" else "")))
-        else:
-            out.append(Claim(**base, status=NOT_TESTABLE, evidence=WHY_NOT[key]))
-    return out
-
-
 def load_details(results: PaperResults) -> dict[tuple[str, str], dict[str, Any]]:
     """(dataset, model) -> details with the record's metrics; a run with no details anywhere is left out."""
     out = {}
@@ -312,4 +264,4 @@ def build(results: PaperResults) -> PaperReport | None:
     blocks += kie_section(paper)
     data = {"metrics": {f"{ds}/{model}": d["metrics"] for (ds, model), d in sorted(found.items())},
             "layout_architecture": layout["architecture"] if layout else None}
-    return PaperReport(blocks=blocks, claims=claims(paper, tables), data=data)
+    return PaperReport(blocks=blocks, claims=paper_claims(PAPER, results), data=data)
