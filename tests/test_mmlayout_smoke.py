@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from replications.mmlayout import REPLICATION, report
+from replications.mmlayout import REPLICATION, measures, report
 from shared.config_check import validate
 from shared.paper_report import PaperResults
 from shared.runner import check_choices
@@ -158,9 +158,9 @@ def test_missing_arms_are_not_run_and_no_counts_no_page(tmp_path):
 def test_disagreeing_seeds_are_not_a_supported_claim():
     a = np.array([[[5, 10, 10]] * 20, [[4, 10, 10]] * 20])  # seed 1: F1 50 vs 40, seed 2: 40 vs 40
     b = np.array([[[4, 10, 10]] * 20, [[4, 10, 10]] * 20])
-    d = report.paired(a, b, {"samples": 500, "seed": 0, "level": 0.95})
+    d = measures.paired(a, b, {"samples": 500, "seed": 0, "level": 0.95})
     assert d["per_seed"] == pytest.approx([10.0, 0.0])
-    assert report.status(d) == "inconclusive"
+    assert measures.status(d) == "inconclusive"
 
 
 @pytest.mark.parametrize("ci, per_seed, want", [
@@ -171,4 +171,4 @@ def test_disagreeing_seeds_are_not_a_supported_claim():
     ([-2.0, -1.0], [-1.5, 0.3], "inconclusive"),
 ])
 def test_status_needs_the_interval_and_every_seed(ci, per_seed, want):
-    assert report.status({"ci95": ci, "per_seed": per_seed}) == want
+    assert measures.status({"ci95": ci, "per_seed": per_seed}) == want

@@ -1,91 +1,26 @@
-"""ERNIE-mmLayout's page as data (``build``): the ablation table with paired bootstrap intervals, the claim
-verdict, the unit statistics and the figures (f1_per_arm.png, learning_curve.png, example_form.png).
-
-Uncertainty: F1 is a corpus-level statistic, so the bootstrap resamples the 50 test documents (the unit the
-test set is drawn in) and recomputes F1 from summed counts, as the point estimate is computed. Arms are compared
-*paired*: one draw of documents scores every arm and every seed, and the difference is the mean over seeds of the
-per-seed differences. Seed-to-seed variation is shown beside it (per-seed differences, std over seeds).
-
-The per-document counts of a seed are in its record (``runs[i].train.details``, from train's summary); runs made
-before that kept them in ``<model>.seed<s>.details.json`` beside the record, read from ``results.folder``.
-"""
+"""ERNIE-mmLayout's page as data (``build``): the ablation table with paired document-bootstrap intervals
+(measures.py says how and why), the claims of paper.yaml judged by shared.claims, the unit statistics and the
+figures (f1_per_arm.png, learning_curve.png, example_form.png). Seed-to-seed variation is shown beside each paired
+difference (per-seed differences, std over seeds)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
-from replications.mmlayout.metrics import f1_from_counts
+from replications.mmlayout.measures import arm_interval, common_seeds, curves, paired, per_doc, seed_details
+from shared.claims import paper_claims
 from shared.paper_report import Claim, Figure, PaperReport, PaperResults, Table
-from shared.stats import percentile_interval, resample_indices
-from shared.verdict import INCONCLUSIVE, NOT_RUN, NOT_TESTABLE, direction_status, sign_status
 
 PAPER = Path(__file__).with_name("paper.yaml")
 ARMS = ("mmlayout_control", "mmlayout", "mmlayout_oracle")
 LABELS = {"mmlayout_control": "control (singleton units)", "mmlayout": "mmLayout (text lines, label-free)",
           "mmlayout_oracle": "oracle (annotated segments; leaks labels)"}
 COMPARISONS = (("mmlayout", "mmlayout_control"), ("mmlayout_oracle", "mmlayout_control"), ("mmlayout_oracle", "mmlayout"))
-CLAIMED = "mmlayout - mmlayout_control"
 DATASET = "funsd"
 COLOURS = {"HEADER": "tab:orange", "QUESTION": "tab:blue", "ANSWER": "tab:green"}
-
-
-def seed_details(results: PaperResults, record: dict[str, Any]) -> dict[int, dict[str, Any]]:
-    """seed -> that seed's per-document counts and example predictions: from the record (train's summary) or,
-    for a run from before, the details file beside the record; a seed with neither is left out."""
-    out = {}
-    for run in record["runs"]:
-        details = run["train"].get("details")
-        path = results.folder / record["dataset"] / f"{record['model']}.seed{run['seed']}.details.json"
-        if details is None and path.exists():
-            details = json.loads(path.read_text())
-        if details is not None:
-            out[run["seed"]] = details
-    return out
-
-
-def per_doc(details: dict[int, dict[str, Any]], seeds: list[int]) -> np.ndarray:
-    """(S, D, 3) per-document [tp, pred, gold] for the given seeds."""
-    return np.array([details[s]["per_doc"] for s in seeds], dtype=np.float64)
-
-
-def seed_mean_f1(counts: np.ndarray, idx: np.ndarray | None = None) -> np.ndarray | float:
-    """Mean over seeds of corpus F1; with idx (B, D): one value per bootstrap draw."""
-    if idx is None:
-        return float(f1_from_counts(counts.sum(1)).mean())
-    return f1_from_counts(counts[:, idx].sum(2)).mean(0)  # counts[:, idx]: (S, B, D, 3)
-
-
-def arm_interval(counts: np.ndarray, boot: dict[str, Any]) -> tuple[float, float]:
-    idx = resample_indices(counts.shape[1], boot["samples"], boot["seed"])
-    return percentile_interval(seed_mean_f1(counts, idx), boot["level"])
-
-
-def paired(a: np.ndarray, b: np.ndarray, boot: dict[str, Any]) -> dict[str, Any]:
-    """F1(a) - F1(b) in points, paired by seed and document: point, per-seed values, bootstrap CI over documents."""
-    if a.shape != b.shape:
-        raise ValueError(f"paired comparison needs the same seeds and documents: {a.shape} vs {b.shape}")
-    per_seed = (f1_from_counts(a.sum(1)) - f1_from_counts(b.sum(1))).tolist()
-    idx = resample_indices(a.shape[1], boot["samples"], boot["seed"])
-    lo, hi = percentile_interval(seed_mean_f1(a, idx) - seed_mean_f1(b, idx), boot["level"])
-    return {"mean": float(np.mean(per_seed)), "per_seed": per_seed, "ci95": [lo, hi],
-            "seed_std": float(np.std(per_seed, ddof=1)) if len(per_seed) > 1 else float("nan")}
-
-
-def status(d: dict[str, Any]) -> str:
-    """The document interval against 0 (direction_status), kept only when every seed's difference has the same
-    sign (sign_status): supported needs the interval above 0 and every seed positive, else inconclusive."""
-    by_interval = direction_status(*d["ci95"])
-    return by_interval if by_interval == INCONCLUSIVE or sign_status(d["per_seed"]) == by_interval else INCONCLUSIVE
-
-
-def common_seeds(details: dict[str, dict[int, dict[str, Any]]]) -> list[int]:
-    sets = [set(d) for d in details.values()]
-    return sorted(set.intersection(*sets)) if sets else []
 
 
 def unit_statistics(line_overlap: float, line_gap: float) -> dict[str, Any]:
@@ -113,20 +48,8 @@ def fmt(x: float, digits: int = 2) -> str:
     return f"{x:.{digits}f}"
 
 
-def curves(records: dict[str, dict[str, Any]]) -> dict[str, list[dict[str, float]]]:
-    """Each arm's learning curve: test F1 after every epoch of the first seed that recorded it."""
-    out = {}
-    for name, r in records.items():
-        for run in r["runs"]:
-            pts = [p for p in run["train"].get("curve", []) if "test_f1" in p]
-            if pts:
-                out[name] = pts
-                break
-    return out
-
-
 def summarise(records: dict[str, dict[str, Any]], details: dict[str, dict[int, dict[str, Any]]],
-              boot: dict[str, Any], units: dict[str, Any] | None) -> dict[str, Any]:
+              boot: dict[str, Any], units: dict[str, Any] | None, status: str) -> dict[str, Any]:
     """The numbers behind the page: per-arm F1 with its interval, the paired differences, the noise floor."""
     seeds = common_seeds(details)
     counts = {m: per_doc(d, seeds) for m, d in details.items()}
@@ -147,9 +70,8 @@ def summarise(records: dict[str, dict[str, Any]], details: dict[str, dict[int, d
     control = arms.get("mmlayout_control")
     noise = None if control is None else {
         "control_seed_std": control["f1_std"], "control_doc_ci_halfwidth": (control["ci95"][1] - control["ci95"][0]) / 2}
-    main = diffs.get(CLAIMED)
     return {"dataset": DATASET, "seeds": seeds, "arms": arms, "differences": diffs, "noise": noise,
-            "curve": curves(records), "units": units, "status": status(main) if main is not None else NOT_RUN}
+            "curve": curves(records), "units": units, "status": status}
 
 
 def arm_table(records: dict[str, dict[str, Any]], summary: dict[str, Any]) -> Table:
@@ -182,13 +104,12 @@ def difference_table(summary: dict[str, Any]) -> Table:
                   for key, d in summary["differences"].items()])
 
 
-def verdict_text(summary: dict[str, Any]) -> str:
+def verdict_text(summary: dict[str, Any], claim: Claim) -> str:
     lines = []
-    main, noise = summary["differences"].get(CLAIMED), summary["noise"]
-    if main is not None:
-        lines.append(f"**Verdict (mmLayout vs control, the claim): {summary['status']} at this scale.** mmLayout - "
-                     f"control = {main['mean']:+.2f} F1 [{main['ci95'][0]:+.2f}, {main['ci95'][1]:+.2f}]; supported "
-                     "would need the interval above 0 and every seed positive.")
+    noise = summary["noise"]
+    if claim.effect is not None:
+        lines.append(f"**Verdict (mmLayout vs control, the claim): {claim.display_status} at this scale.** "
+                     f"{claim.evidence}.")
     if noise is not None:
         lines.append(f"Noise floor: the control varies by {fmt(noise['control_seed_std'] or 0.0)} F1 across seeds (std), "
                      f"and the test set alone gives its seed-mean F1 a ±{fmt(noise['control_doc_ci_halfwidth'])} 95% "
@@ -247,26 +168,6 @@ LEFT_OUT = "\n".join([
     "fine-grained baseline is not run.",
     "- The 5-seed grid on a GPU (`bash replications/mmlayout/gpu.sh`, same configs and budget; prepared and checked "
     "on a CPU at smoke scale, not run: no GPU was lent). A longer budget is a config change (`model.epochs`)."])
-
-
-def claim_check(summary: dict[str, Any], scale: str = "") -> list[Claim]:
-    """Every claim of paper.yaml with its status: the multi-grained one from mmLayout - control, the other not
-    testable here (equal parameters by construction)."""
-    out = []
-    for claim in yaml.safe_load(PAPER.read_text())["claims"]:
-        base = {"text": claim["text"], "kind": claim["kind"], "source": claim["source"], "verified": claim["verified"]}
-        d = summary["differences"].get(CLAIMED)
-        if claim["id"] != "multigrained":
-            out.append(Claim(**base, status=NOT_TESTABLE, evidence=claim["tested_as"].removeprefix("not testable here: ")))
-        elif d is None:
-            out.append(Claim(**base, status=NOT_RUN, evidence="no mmLayout and control records with per-document counts"))
-        else:
-            evidence = (f"mmLayout - control = {d['mean']:+.2f} F1, paired doc-bootstrap 95% CI [{d['ci95'][0]:+.2f}, "
-                        f"{d['ci95'][1]:+.2f}], per seed {', '.join(f'{x:+.2f}' for x in d['per_seed'])}; supported "
-                        "needs the interval above 0 and every seed positive")
-            out.append(Claim(**base, status=summary["status"], evidence=evidence, effect=d["mean"],
-                             interval=(d["ci95"][0], d["ci95"][1]), unit="F1 points (mmLayout - control)", scale=scale))
-    return out
 
 
 def plot_f1(summary: dict[str, Any]) -> Any:
@@ -370,19 +271,18 @@ def build(results: PaperResults, units: bool = True) -> PaperReport | None:
         return None
     any_r = next(iter(records.values()))
     m, protocol = any_r["config"]["model"], any_r["config"]["paper"]["protocol"]
+    claims = paper_claims(PAPER, results)
+    claim = next(c for c in claims if c.id == "multigrained")
     summary = summarise(records, details, dict(protocol["bootstrap"]),
-                        unit_statistics(float(m["line_overlap"]), float(m["line_gap"])) if units else None)
+                        unit_statistics(float(m["line_overlap"]), float(m["line_gap"])) if units else None, claim.status)
     seeds = summary["seeds"]
-    rising = any(p[-1]["test_f1"] - p[-2]["test_f1"] > 1.0 for p in summary["curve"].values() if len(p) >= 2)
-    scale = (f"{len(seeds)} seeds x {m['epochs']} epochs on a CPU, MiniLM without the visual branch"
-             + (", F1 still rising in the last epoch" if rising else ""))
     blocks: list[Any] = [
         "# ERNIE-mmLayout ablation on FUNSD entity labelling (re-implementation, CPU scale)", intro(m, seeds),
         arm_table(records, summary),
         "Std over seeds with ddof=1. The CI of an arm resamples test documents for the seed-mean F1 (test-set noise "
         "only). Parameter counts include the 11.7 M word-embedding table.",
         "## Paired differences (F1 points; same seeds, same documents)", difference_table(summary)]
-    if text := verdict_text(summary):
+    if text := verdict_text(summary, claim):
         blocks.append(text)
     blocks.append(Figure("f1_per_arm.png", draw=lambda: plot_f1(summary), caption="test F1 per arm", dpi=130))
     if text := curve_text(summary["curve"]):
@@ -397,4 +297,4 @@ def build(results: PaperResults, units: bool = True) -> PaperReport | None:
         blocks.append(Figure("example_form.png", draw=lambda: plot_example(predicted, seeds[0], doc_id),
                              caption=f"FUNSD test form {doc_id}: gold vs predicted entities", dpi=110))
     blocks += ["## What is left out", LEFT_OUT]
-    return PaperReport(blocks=blocks, claims=claim_check(summary, scale), data=summary)
+    return PaperReport(blocks=blocks, claims=claims, data=summary)
