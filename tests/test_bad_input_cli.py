@@ -288,3 +288,15 @@ def test_ctrl_c_closes_the_open_tracker_run_quietly(toy, monkeypatch):
     toy(stop_at=2, stop=KeyboardInterrupt())
     assert replicate.main(ARGV) == 130
     assert calls == ["start 1", "start 2", "abort"]
+
+
+@pytest.mark.parametrize("paper, model", [("ta_moe", "ta_moe/wikitext2"), ("flexmoe", "flexmoe/wikitext2")])
+def test_every_moe_paper_refuses_a_batch_larger_than_the_training_set(paper, model):
+    """The check lives in the shared loop (replications.moe.lmtrain.fit_loop): TA-MoE and FlexMoE get it too."""
+    from replications.moe.lmtrain import fit_loop
+
+    cfg = compose_cfg(f"paper={paper}", "dataset=wikitext2", f"model={model}", "scale=smoke", "tracker=none",
+                      "paper.protocol.batch_size=100000")
+    train = torch.zeros(6500, dtype=torch.long)
+    with pytest.raises(ConfigError, match=r"batch_size=100000 is larger than the training set allows"):
+        fit_loop(cfg, None, train, train, lambda *a: None)  # refused before the model is touched

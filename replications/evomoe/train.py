@@ -21,9 +21,9 @@ from torch import Tensor
 
 from replications.moe.gates import DTSGate
 from replications.moe.lm import GPT
-from replications.moe.lmtrain import fit_loop
+from replications.moe.lmtrain import check_batch, fit_loop
 from replications.moe.schedule import temperature
-from shared.config_check import ConfigError, given
+from shared.config_check import given
 
 
 def diversify(model: GPT, optimizer: torch.optim.Optimizer, noise: float, gen: torch.Generator) -> None:
@@ -41,22 +41,10 @@ def dts_gates(model: GPT) -> list[DTSGate]:
     return [m.gate for m in model.moe_layers() if isinstance(m.gate, DTSGate)]
 
 
-def check_batch(p: DictConfig, train: Tensor) -> None:
-    """Refuse a batch the training stream cannot fill: cut into batch_size streams (batchify), each must hold one
-    seq_len window and its next token, else every step would read nothing (a ZeroDivisionError at the end)."""
-    if p.get("batches", "sequential") != "sequential":
-        return  # random windows are drawn with replacement: any batch size reads real tokens
-    largest = train.numel() // (p.seq_len + 1)
-    if p.batch_size > largest:
-        raise ConfigError(f"paper.protocol.batch_size={p.batch_size} is larger than the training set allows: "
-                          f"{train.numel()} tokens make at most {largest} streams of seq_len+1={p.seq_len + 1} tokens; "
-                          f"give paper.protocol.batch_size={largest} or less (or a smaller paper.protocol.seq_len)")
-
-
 def fit(cfg: DictConfig, model: GPT, train: Tensor, valid: Tensor, seed: int, log) -> dict[str, Any]:
     """The shared LM loop (replications.moe.lmtrain.fit_loop) with EvoMoE's DTS schedule as its step hook."""
     p, m = cfg.paper.protocol, cfg.model
-    check_batch(p, train)
+    check_batch(p, train)  # before the DTS gates are read off the model (fit_loop checks again, for every MoE paper)
     # scale.max_epochs caps the optimiser steps (given: 0 is a value, refused by the config check, never "unset")
     steps = int(given(cfg.scale.max_epochs, p.steps))
     precision, target = p.get("precision", "fp32"), p.get("target_valid_ppl")

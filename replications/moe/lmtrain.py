@@ -21,7 +21,7 @@ from torch import Tensor
 
 from replications.moe.lm import GPT
 from shared import progress
-from shared.config_check import given
+from shared.config_check import ConfigError, given
 
 
 def autocast(device: torch.device, precision: str):
@@ -137,6 +137,18 @@ def train_step(model: GPT, optimizer: torch.optim.Optimizer, x: Tensor, y: Tenso
     return nll, aux
 
 
+def check_batch(p: Any, train: Tensor) -> None:
+    """Refuse a batch the training stream cannot fill: cut into batch_size streams (batchify), each must hold one
+    seq_len window and its next token, else every step would read nothing (a ZeroDivisionError at the end)."""
+    if p.get("batches", "sequential") != "sequential":
+        return  # random windows are drawn with replacement: any batch size reads real tokens
+    largest = train.numel() // (p.seq_len + 1)
+    if p.batch_size > largest:
+        raise ConfigError(f"paper.protocol.batch_size={p.batch_size} is larger than the training set allows: "
+                          f"{train.numel()} tokens make at most {largest} streams of seq_len+1={p.seq_len + 1} tokens; "
+                          f"give paper.protocol.batch_size={largest} or less (or a smaller paper.protocol.seq_len)")
+
+
 def fit_loop(cfg, model: GPT, train: Tensor, valid: Tensor, log, *, precision: str = "fp32",
              before_step: Callable[[int, torch.optim.Optimizer], None] | None = None,
              timed_after_step: Callable[[int], None] | None = None,
@@ -153,6 +165,7 @@ def fit_loop(cfg, model: GPT, train: Tensor, valid: Tensor, log, *, precision: s
     ``curve_point(step)`` adds the paper's values to a curve point, before its perplexity is measured.
     Returns steps, train tokens, seconds, tokens/s and the curve."""
     p, m = cfg.paper.protocol, cfg.model
+    check_batch(p, train)  # EvoMoE, TA-MoE and FlexMoE alike: before the model is touched
     steps = int(given(cfg.scale.max_epochs, p.steps))
     device = next(model.parameters()).device
     batches = p.get("batches", "sequential")
