@@ -1,9 +1,10 @@
-"""PP-OCRv3's page as data (``build``): the results tables, the paper's relative claim and the figures.
+"""PP-OCRv3's page as data (``build``): the results tables, the figures, and the paper's claims judged by
+shared.claims from paper.yaml (the Hmean difference, latency ratio and scale in replications/ppocrv3/measures.py).
 
 Per-image details (the RRC counts behind the paired bootstrap, the example images' outputs) come from each run's
-record (``runs[0].train.details``, stored since the harness port) or, for runs made before it, from the committed
-``<dataset>/<model>.details.json`` beside the record. Latency for the claims comes from the interleaved benchmark's
-side file (``latency_interleaved.json``, replications/ppocrv3/bench.py) when it covers both engines.
+record (``runs[0].train.details``) or, for runs made before it, from the committed ``<dataset>/<model>.details.json``
+beside the record. Latency comes from the interleaved benchmark's side file (``latency_interleaved.json``,
+replications/ppocrv3/bench.py) where it covers the engines.
 """
 
 from __future__ import annotations
@@ -12,90 +13,22 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
-from replications.ocr.details import run_details
-from replications.ppocrv3 import bootstrap
-from shared.paper_report import Claim, Figure, PaperReport, PaperResults, Table
-from shared.verdict import CONTRADICTED, NOT_RUN, direction_status
+from replications.ppocrv3 import measures
+from shared.claims import paper_claims
+from shared.paper_report import Figure, PaperReport, PaperResults, Table
 
 PAPER = Path(__file__).with_name("paper.yaml")
-INTERLEAVED = "latency_interleaved.json"
+INTERLEAVED = measures.INTERLEAVED
 ORDER = ["ppocrv2", "ppocrv3", "ppocrv4", "tesseract"]
 LABEL = {"ppocrv2": "PP-OCRv2", "ppocrv3": "PP-OCRv3", "ppocrv4": "PP-OCRv4", "tesseract": "Tesseract 5"}
 COLOR = {"ppocrv2": "tab:blue", "ppocrv3": "tab:red", "ppocrv4": "tab:green", "tesseract": "tab:gray"}
 DATASETS = {"icdar2015": "ICDAR 2015 test (500 images, 2,077 care words)", "funsd": "FUNSD test (50 forms, words)"}
 VIEWS = {"lines": "Standard protocol", "words": "Word-split protocol"}
-DEFAULTS = {"comparable_speed": 1.5, "bootstrap": {"samples": 10000, "seed": 0, "level": 0.95}}
-
-
-def load_details(results: PaperResults) -> dict[str, dict[str, dict[str, Any]]]:
-    """dataset -> model -> details with the record's metrics; a run without per-image counts is left out."""
-    out: dict[str, dict[str, dict[str, Any]]] = {}
-    for ds, model, details, record in run_details(results):
-        if ds in DATASETS and "per_image" in details:  # without per-image counts it cannot be bootstrapped
-            out.setdefault(ds, {})[model] = {**details, "metrics": record["runs"][0]["metrics"]}
-    return out
-
-
-def protocol(results: PaperResults) -> dict[str, Any]:
-    """The comparable-speed rule and bootstrap settings the runs were made with (their records' config)."""
-    for record in results.records.values():
-        proto = (record.get("config") or {}).get("paper", {}).get("protocol") or {}
-        if "comparable_speed" in proto and "bootstrap" in proto:
-            return {"comparable_speed": float(proto["comparable_speed"]), "bootstrap": dict(proto["bootstrap"])}
-    return DEFAULTS
 
 
 def fmt(v: float | None, digits: int = 1) -> str:
     return "—" if v is None or (isinstance(v, float) and np.isnan(v)) else f"{v:.{digits}f}"
-
-
-def _e2e(view: str) -> str:
-    return "test_e2e_hmean" + ("_wordsplit" if view == "words" else "")
-
-
-def compare(rows: dict[str, dict], newer: str, older: str, ratio_limit: float,
-            latency: dict[str, dict[str, float]] | None = None, view: str = "lines",
-            boot: dict[str, Any] | None = None) -> dict[str, Any] | None:
-    """Does ``newer`` beat ``older`` on end-to-end Hmean at comparable speed (median pipeline latency)? The
-    accuracy side by the paired-bootstrap interval of the difference over images (shared.verdict.direction_status,
-    above 0); contradicted outright when ``newer`` is more than ``ratio_limit`` times slower. Speed from the
-    interleaved benchmark when it covers both engines, else from the main run. None when one is not measured."""
-    if newer not in rows or older not in rows:
-        return None
-    boot = boot or DEFAULTS["bootstrap"]
-    a, b = rows[newer], rows[older]
-    diff, lo, hi = bootstrap.paired_difference(a["per_image"][view], b["per_image"][view], "e2e_matched",
-                                               boot["samples"], boot["seed"], boot["level"])
-    ma, mb = a["metrics"], b["metrics"]
-    if latency and newer in latency and older in latency:
-        ratio, where = latency[newer]["latency_ms_median"] / latency[older]["latency_ms_median"], "interleaved benchmark"
-    else:
-        ratio, where = ma["latency_ms_median"] / mb["latency_ms_median"], "main run"
-    if ratio > ratio_limit:
-        status, why = CONTRADICTED, f"it is more than {ratio_limit}x slower"
-    else:
-        status = direction_status(lo, hi, claimed="positive")
-        why = {"contradicted": "end-to-end Hmean is lower", "inconclusive": "the interval of the difference includes 0"
-               }.get(status, "")
-    return {"newer": newer, "older": older, "view": view, "status": status, "why": why, "diff": diff, "low": lo,
-            "high": hi, "ratio": ratio, "where": where, "level": boot["level"],
-            "hmean_newer": ma[_e2e(view)], "hmean_older": mb[_e2e(view)]}
-
-
-def evidence(c: dict[str, Any]) -> str:
-    pct = f"{100 * c['level']:.0f}%"
-    return (f"end-to-end Hmean {c['hmean_newer']:.1f} vs {c['hmean_older']:.1f}, difference {c['diff']:+.1f} points "
-            f"({pct} paired bootstrap over images {c['low']:+.1f} to {c['high']:+.1f}), median pipeline latency "
-            f"{c['ratio']:.2f}x ({c['where']})")
-
-
-def sentence(c: dict[str, Any] | None, newer: str, older: str) -> str:
-    if c is None:
-        return f"{LABEL[newer]} vs {LABEL[older]}: not measured."
-    return (f"{LABEL[newer]} over {LABEL[older]}: {evidence(c)}: the claim is **{c['status']}** here"
-            + (f" ({c['why']})." if c["why"] else "."))
 
 
 def ms_pair(m: dict[str, float], prefix: str) -> str:
@@ -110,6 +43,17 @@ def prh(m: dict[str, float], key: str, suffix: str = "") -> list[str]:
 def with_ci(m: dict[str, float], key: str) -> str:
     lo, hi = m.get(f"{key}_ci_low"), m.get(f"{key}_ci_high")
     return f"{fmt(m.get(key))} [{fmt(lo)}, {fmt(hi)}]" if lo is not None else fmt(m.get(key))
+
+
+def newer_release(rows: dict[str, dict], boot: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """PP-OCRv4 over PP-OCRv3 (beyond the paper: the next release), end-to-end Hmean in both protocols."""
+    found, words = {}, []
+    for view, label in VIEWS.items():
+        c = found[view] = measures.difference(rows, "ppocrv4", "ppocrv3", view, boot)
+        words.append(f"- {label}: " + ("not measured." if c is None else
+                     f"{c['newer']:.1f} vs {c['older']:.1f}, difference {c['diff']:+.1f} points (95% paired bootstrap"
+                     f" over images {c['low']:+.1f} to {c['high']:+.1f})."))
+    return "PP-OCRv4 over PP-OCRv3 (not a claim of the paper), end-to-end Hmean:\n" + "\n".join(words), found
 
 
 INTRO = [
@@ -132,9 +76,9 @@ INTRO = [
     "- `detector`: every box the DB detector returned, before recognition and the score filter (detector quality).\n"
     "- **Word-split protocol (second table, ours, not the released pipeline):** each output line cut into words at"
     " spaces, with word boxes from the recogniser's CTC character positions (`split_words`).",
-    "Intervals: 95% bootstrap over images (10,000 replicates); the claims use a paired bootstrap of the difference"
-    " (both engines on the same resampled images) and are **supported** only when that interval lies above 0 at"
-    " comparable speed. CER:"
+    "Intervals: 95% bootstrap over images (10,000 replicates); the accuracy claims use a paired bootstrap of the"
+    " difference (both engines on the same resampled images) and are **supported** only when that interval lies"
+    " above 0; the speed claim is supported when PP-OCRv3's median latency is at most 1.5x PP-OCRv2's. CER:"
     " character edit distance / ground-truth characters over box-matched pairs (caseless: after case folding)."
     " Latency: milliseconds per image on this CPU, median and 90th percentile, one warm-up image excluded; PP-OCR"
     " `det`/`rec` include pre- and post-processing, `pipeline` = det + direction classifier + rec; Tesseract is one"
@@ -147,12 +91,10 @@ INTRO = [
 LATENCY_HEADER = ["engine", "det ms med/p90", "rec ms med/p90", "pipeline ms med/p90"]
 
 
-def dataset_blocks(ds: str, rows: dict[str, dict], ratio_limit: float, inter: dict[str, Any] | None,
-                   boot: dict[str, Any]) -> tuple[list[Any], dict[str, dict[str, Any] | None]]:
-    """The section of one dataset, and its comparisons keyed '<newer>/<older>/<view>'."""
+def dataset_blocks(ds: str, rows: dict[str, dict], inter: dict[str, Any] | None) -> list[Any]:
+    """The section of one dataset: accuracy in both protocols, latency of the main run and the interleaved one."""
     any_row = next(iter(rows.values()))
-    names = [m for m in ORDER if m in rows]
-    metrics = {n: rows[n]["metrics"] for n in names}
+    metrics = {n: rows[n]["metrics"] for n in ORDER if n in rows}
     blocks: list[Any] = [
         f"## {DATASETS[ds]}",
         f"Threads: {any_row['threads']} (onnxruntime intra-op / OMP_THREAD_LIMIT); CPU: {any_row['cpu']}.",
@@ -177,42 +119,9 @@ def dataset_blocks(ds: str, rows: dict[str, dict], ratio_limit: float, inter: di
                    f"{inter['threads']} thread(s); load average before/after "
                    f"{', '.join(f'{x:.1f}' for x in inter['load_average_before'])} / "
                    f"{', '.join(f'{x:.1f}' for x in inter['load_average_after'])}):",
-                   Table(LATENCY_HEADER, [[LABEL[n], ms_pair(lat["latency"][n], "det_"),
-                                           ms_pair(lat["latency"][n], "rec_"), ms_pair(lat["latency"][n], "")]
+                   Table(LATENCY_HEADER, [[LABEL[n], *(ms_pair(lat["latency"][n], p) for p in ("det_", "rec_", ""))]
                                           for n in ORDER if n in lat["latency"]])]
-    latency = lat["latency"] if lat else None
-    found: dict[str, dict[str, Any] | None] = {}
-    bullets = []
-    for view, label in VIEWS.items():
-        for newer, older, note in (("ppocrv3", "ppocrv2", " (Paper, internal data: +5.3 points.)"),
-                                   ("ppocrv4", "ppocrv3", "")):
-            c = found[f"{newer}/{older}/{view}"] = compare(rows, newer, older, ratio_limit, latency, view, boot)
-            bullets.append(f"- {label}: {sentence(c, newer, older)}{note}")
-    blocks += ["The paper's relative claim, tested here (\"comparable speed\" = median pipeline latency at most "
-               f"{ratio_limit}x, our rule; the paper reports 331 vs 330 ms on a 10-thread Xeon 6148):",
-               "\n".join(bullets)]
-    return blocks, found
-
-
-def claims(paper: dict[str, Any], found: dict[str, dict[str, dict[str, Any] | None]]) -> list[Claim]:
-    """Each paper claim (paper.yaml `claims`) judged per dataset and protocol from the comparisons."""
-    out = []
-    for claim in paper.get("claims") or []:
-        base = {"kind": claim["kind"], "source": claim["source"], "verified": claim["verified"]}
-        for ds, title in DATASETS.items():
-            for view, label in VIEWS.items():
-                text = f"{claim['text']} ({title.split(' (')[0]}, {label.lower()})"
-                c = (found.get(ds) or {}).get(f"{claim['newer']}/{claim['older']}/{view}")
-                if c is None:
-                    out.append(Claim(text=text, **base, status=NOT_RUN,
-                                     evidence=f"{LABEL[claim['newer']]} or {LABEL[claim['older']]} not measured"))
-                    continue
-                out.append(Claim(text=text, **base, status=c["status"],
-                                 evidence=evidence(c) + (f"; {c['why']}" if c["why"] else ""),
-                                 effect=round(c["diff"], 4), interval=(round(c["low"], 4), round(c["high"], 4)),
-                                 unit="points of end-to-end Hmean (newer - older)",
-                                 scale="public data; the paper's numbers are on its internal test set"))
-    return out
+    return blocks
 
 
 def plot_pr(details: dict[str, dict[str, dict]], inter: dict[str, Any] | None = None) -> Any:
@@ -291,18 +200,16 @@ def plot_examples(ds: str, rows: dict[str, dict]) -> Any:
 
 def build(results: PaperResults) -> PaperReport | None:
     """The page from every run with per-image details; None when there is none."""
-    details = load_details(results)
+    details = measures.load_details(results)
     if not details:
         return None
-    proto = protocol(results)
+    boot = measures.bootstrap_settings(results)
     inter = results.side_file(INTERLEAVED)
-    paper = yaml.safe_load(PAPER.read_text())
     blocks: list[Any] = list(INTRO)
-    found: dict[str, dict[str, dict[str, Any] | None]] = {}
-    for ds in DATASETS:
-        if ds in details:
-            section, found[ds] = dataset_blocks(ds, details[ds], proto["comparable_speed"], inter, proto["bootstrap"])
-            blocks += section
+    newer: dict[str, dict[str, Any]] = {}
+    for ds in [d for d in DATASETS if d in details]:
+        words, newer[ds] = newer_release(details[ds], boot)
+        blocks += [*dataset_blocks(ds, details[ds], inter), words]
     blocks += ["Figures: `figures/pr_vs_latency.png` (standard protocol: precision and recall against median latency,"
                " every engine), `figures/examples_<dataset>.png` (ground truth in green, don't care in yellow,"
                " output lines in red).",
@@ -314,5 +221,5 @@ def build(results: PaperResults) -> PaperReport | None:
             blocks.append(Figure(f"figures/examples_{ds}.png", draw=lambda ds=ds, rows=rows: plot_examples(ds, rows),
                                  caption=f"examples, {ds}", dpi=90))
     data = {"metrics": {ds: {m: d["metrics"] for m, d in rows.items()} for ds, rows in details.items()},
-            "comparisons": found, "interleaved_latency": inter, "protocol": proto}
-    return PaperReport(blocks=blocks, claims=claims(paper, found), data=data)
+            "ppocrv4_over_ppocrv3": newer, "interleaved_latency": inter, "bootstrap": boot}
+    return PaperReport(blocks=blocks, claims=paper_claims(PAPER, results), data=data)
