@@ -136,8 +136,8 @@ def official_record(aucs: list[float]) -> dict:
 
 
 @pytest.mark.parametrize("suite, splits, status, words", [
-    ([80.5, 81.5, 79.2], None, "supported", r"\+0.40 points, 95% CI \[-0.03, \+0.83\] over 3 paired splits"),
-    ([83.0, 84.2, 81.8], None, "contradicted", r"\+3.00 points"),
+    ([80.5, 81.5, 79.2], None, "supported", r"^\+0.4 \[-0.0303, \+0.83\] AUC points \(95% t, n = 3\); gaga - official within ±1"),
+    ([83.0, 84.2, 81.8], None, "contradicted", r"^\+3 \[\+2.5, \+3.5\] AUC points"),
     ([80.5, 81.5, 79.2], [0, 2, 1], "not testable here", r"not paired: the suite's seeds \[1, 2\]"),
 ])
 def test_the_page_pairs_the_official_run_split_by_split(tmp_path, suite, splits, status, words):
@@ -146,10 +146,16 @@ def test_the_page_pairs_the_official_run_split_by_split(tmp_path, suite, splits,
     (folder / "gaga.json").write_text(json.dumps(suite_record(suite, splits)))
     (folder / "official.json").write_text(json.dumps(official_record([80.0, 81.0, 79.0])))
     page = report.build(load_paper_results(tmp_path, "gaga"))
-    (claim,) = page.claims
+    claims = {c.id: c for c in page.claims}
+    claim = claims["matches_official_auc"]
     assert claim.status == status and re.search(words, claim.evidence) and claim.kind == "authors_code_run"
+    # no baseline records: not run; no F1-macro in this official record: not run (not paired: not testable)
+    assert {i: c.status for i, c in claims.items() if i != "matches_official_auc"} == {
+        **dict.fromkeys(["beats_graphsage", "beats_mlp", "beats_bwgnn"], "not run"),
+        "matches_official_f1": "not testable here" if splits else "not run"}
     (table,) = [b for b in page.blocks if getattr(b, "header", [None])[0] == "split"]
-    assert table.rows[0] == [0, "80.00", f"{suite[0]:.2f}", f"{suite[0] - 80.0:+.2f}", "50", 69]
+    assert table.rows[0] == [0, "80.00", f"{suite[0]:.2f}", f"{suite[0] - 80.0:+.2f}", "–", "–", "50", 69]
+    assert f"**{status}**" in table.note
     # The gaga row's reference is the official run (authors_code_run), read from official.json in this root.
     (gaga_row,) = [r for r in page.data["datasets"]["tolokers"] if r["model"] == "gaga"]
     assert gaga_row["reference_auc"] == "80.00 ± 1.00 (authors_code_run)"

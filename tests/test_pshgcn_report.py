@@ -11,7 +11,8 @@ from shared.report import write_paper_pages
 
 def record(dataset: str, model: str, epochs: list[int], wall: float) -> dict:
     return {"paper": "pshgcn", "dataset": dataset, "model": model, "scale": "full", "complete": True,
-            "runs": [{"seed": s, "metrics": {}, "train": {"epochs_run": e}} for s, e in enumerate(epochs, 1)],
+            "runs": [{"seed": s, "metrics": {"test_micro_f1": 90.0 + s, "test_macro_f1": 89.0 + s},
+                      "train": {"epochs_run": e}} for s, e in enumerate(epochs, 1)],
             "wall_seconds": wall}
 
 
@@ -39,6 +40,13 @@ def test_page_from_records_and_benchmark(tmp_path):
     assert data[0]["protocol_epochs_mean"] == 128.2 and data[1]["protocol_wall_seconds"] is None
 
 
-def test_no_page_without_a_benchmark(tmp_path):
-    records = {("dblp", "pshgcn"): record("dblp", "pshgcn", [100], 1.0)}
-    assert report.build(PaperResults("pshgcn", tmp_path / "pshgcn", records)) is None
+def test_without_a_benchmark_the_page_opens_with_the_verdicts(tmp_path):
+    records = {("dblp", "pshgcn"): record("dblp", "pshgcn", [100, 110], 1.0),
+               ("dblp", "rgcn"): record("dblp", "rgcn", [100, 110], 1.0)}
+    records["dblp", "rgcn"]["runs"][1]["metrics"]["test_micro_f1"] = 95.0  # pshgcn - rgcn: 0, -3
+    page = report.build(PaperResults("pshgcn", tmp_path / "pshgcn", records))
+    assert page.blocks[0] == report.TITLE and "benchmark" not in page.data
+    verdicts = {(c.id, c.dataset): (c.status, c.effect) for c in page.claims}
+    assert verdicts["micro_above_rgcn", "dblp"] == ("inconclusive", -1.5)  # hand: mean of 0 and -3
+    assert verdicts["micro_above_rsage", "dblp"][0] == verdicts["micro_above_rgcn", "acm"][0] == "not run"
+    assert report.build(PaperResults("pshgcn", tmp_path / "pshgcn", {})) is None

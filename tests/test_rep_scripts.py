@@ -45,7 +45,7 @@ def test_page_from_records(tmp_path) -> None:
 
 
 def wikikg2(claims: list) -> list:
-    return [c for c in claims if "ogbl-wikikg2" in c.text]
+    return [c for c in claims if c.id == "wikikg2_gain"]
 
 
 def test_wikikg2_claim_judged_by_the_sign_of_every_run(tmp_path) -> None:

@@ -1,8 +1,8 @@
-"""PSHGCN's page as data (``build``): the speed benchmark (side file ``benchmark.json``, written by
-``python -m replications.pshgcn.bench --out DIR``) beside the protocol's epochs per seed and wall time, taken
-from the result records. paper.yaml holds no claim beyond its table numbers, which the shared per-metric page
-(RESULTS.md) compares; and each official-code record (make official-pshgcn) seed by seed against the suite's
-PSHGCN. Without a benchmark or an official record the paper has no page of its own (None).
+"""PSHGCN's page as data (``build``): the claims (paper.yaml ``claims:``, judged by shared.claims: PSHGCN's test
+F1 above RGCN's and R-SAGE's per dataset, paired by seed; the suite's PSHGCN against the official code), the speed
+benchmark (side file ``benchmark.json``, written by ``python -m replications.pshgcn.bench --out DIR``) beside the
+protocol's epochs per seed and wall time from the records, and each official-code record (make official-pshgcn)
+seed by seed against the suite's PSHGCN. Without records, a benchmark or an official record: no page (None).
 """
 
 from __future__ import annotations
@@ -10,14 +10,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from shared.claims import paper_claims
 from shared.official import compare
-from shared.paper_report import PaperReport, PaperResults, Table
+from shared.paper_report import Claim, PaperReport, PaperResults, Table
 from shared.records import OFFICIAL_NAME
 
 PAPER_FILE = Path(__file__).with_name("paper.yaml")
 METRICS = ("test_micro_f1", "test_macro_f1")  # the ones the official hgb/main.py prints
+TITLE = "# PSHGCN: spectral heterogeneous graph convolutions against RGCN and R-SAGE"
+INTRO = ("HGB node classification (DBLP, ACM, IMDB) and AMiner, the official protocol (paper.yaml notes): seeds 1-5, "
+         "validation = 20% of the training labels, test F1 at the epoch of lowest validation loss. RESULTS.md compares "
+         "each number with its reference.")
 
 
 def protocol(results: PaperResults, dataset: str, model: str) -> dict[str, Any]:
@@ -46,38 +49,38 @@ def table(data: list[dict[str, Any]]) -> Table:
 
 
 def official_table(dataset: str, official: dict[str, Any], suite: dict[str, Any],
-                   tolerances: dict[str, float]) -> tuple[Table, dict[str, Any]]:
+                   status: dict[str, str]) -> tuple[Table, dict[str, Any]]:
     """The official code's record against the suite's PSHGCN seed by seed (seed s = the official seed s: the same
-    validation split and the RNG draws in hgb/main.py's order, paper.yaml notes), per metric."""
+    validation split and the RNG draws in hgb/main.py's order, paper.yaml notes), per metric; ``status``: the
+    matches_official_<metric> verdicts."""
     pairs = {m: compare.paired(official, suite, m) for m in METRICS}
     seeds = pairs[METRICS[0]]["seeds"]
     rows = [[s, *(f"{p['official'][i]:.4f} / {p['suite'][i]:.4f} ({p['differences'][i]:+.4f})"
                   for p in pairs.values())] for i, s in enumerate(seeds)]
-    status = {m: compare.agreement(p, tolerances[m]) for m, p in pairs.items()}
     summary = ["paired mean [95% CI]", *(
-        f"{p['mean_difference']:+.4f} [{p['ci95'][0]:+.4f}, {p['ci95'][1]:+.4f}]: {status[m]} (±{tolerances[m]:g})"
+        f"{p['mean_difference']:+.4f} [{p['ci95'][0]:+.4f}, {p['ci95'][1]:+.4f}]: {status.get(m, '–')}"
         if p.get("ci95") else "–" for m, p in pairs.items())]
     commit = str(official.get("commit"))[:12]
     note = (f"results/pshgcn/{dataset}/{OFFICIAL_NAME}: `make official-pshgcn dataset={dataset}`, "
             f"{official.get('repository')} @ {commit} with patches "
             + ", ".join(p["path"].rsplit("/", 1)[-1] for p in official.get("patches") or [])
             + ". The official code prints 4 decimals. Supported: the whole interval of suite - official within "
-              "±tolerance; contradicted: wholly outside.")
+              "±tolerance (paper.yaml claims matches_official_*); contradicted: wholly outside.")
     table = Table(["seed", *(f"{m}: official / suite (suite - official)" for m in METRICS)], [*rows, summary],
                   note=note)
-    return table, {m: {**p, "status": status[m]} for m, p in pairs.items()}
+    return table, {m: {**p, "status": status.get(m)} for m, p in pairs.items()}
 
 
-def official_part(results: PaperResults) -> tuple[list[Any], dict[str, Any]]:
+def official_part(results: PaperResults, claims: list[Claim]) -> tuple[list[Any], dict[str, Any]]:
     """One seed-by-seed table per dataset that has an official-code record and a suite PSHGCN record."""
-    tolerances = yaml.safe_load(PAPER_FILE.read_text())["tolerances"]
     blocks: list[Any] = []
     data: dict[str, Any] = {}
     for dataset in results.datasets():
         official, suite = results.side_file(f"{dataset}/{OFFICIAL_NAME}"), results.record(dataset, "pshgcn")
         if official is None or suite is None:
             continue
-        table, data[dataset] = official_table(dataset, official, suite, tolerances)
+        status = {m: c.status for m in METRICS for c in claims if c.id == f"matches_official_{m[5:]}" and c.dataset == dataset}
+        table, data[dataset] = official_table(dataset, official, suite, status)
         blocks += [f"## {dataset}: the official code, seed by seed", table]
     return blocks, data
 
@@ -95,15 +98,16 @@ def bench_blocks(bench: dict[str, Any], results: PaperResults) -> tuple[list[Any
              f"Seconds per epoch = one training step plus the validation pass, averaged over {bench['epochs_timed']} "
              "epochs (first epoch included). Peak memory = the process's maximum resident set. The protocol columns "
              f"come from the protocol's result records ({'/'.join(map(str, seeds)) or 'no'} seeds, early stopping).")
-    return ["# PSHGCN benchmark", intro, table(data)], {"benchmark": data, "epochs_timed": bench["epochs_timed"],
-                                                        "load_average_1min": load}
+    return ["## Benchmark", intro, table(data)], {"benchmark": data, "epochs_timed": bench["epochs_timed"],
+                                                  "load_average_1min": load}
 
 
 def build(results: PaperResults) -> PaperReport | None:
-    """The benchmark and the official-code tables, whichever exist (None: neither)."""
+    """The verdicts, the benchmark and the official-code tables, whichever exist (None: none of them)."""
     bench = results.side_file("benchmark.json")
-    blocks, data = bench_blocks(bench, results) if bench is not None else ([], {})
-    official_blocks, official = official_part(results)
-    if not blocks and not official_blocks:
+    if not results.records and bench is None:
         return None
-    return PaperReport(blocks=[*blocks, *official_blocks], data={**data, "official": official})
+    claims = paper_claims(PAPER_FILE, results)
+    blocks, data = bench_blocks(bench, results) if bench is not None else ([], {})
+    official_blocks, official = official_part(results, claims)
+    return PaperReport(blocks=[TITLE, INTRO, *blocks, *official_blocks], claims=claims, data={**data, "official": official})

@@ -13,10 +13,9 @@ from pathlib import Path
 from statistics import mean, stdev
 from typing import Any
 
-import yaml
-
-from shared.paper_report import Claim, Figure, PaperReport, PaperResults, Table
-from shared.verdict import CONTRADICTED, INCONCLUSIVE, NOT_RUN, NOT_TESTABLE, SUPPORTED, direction_status, sign_status
+from replications.rep.measures import base_verdicts, converged
+from shared.claims import load_claims, paper_claims
+from shared.paper_report import Figure, PaperReport, PaperResults, Table
 
 PAPER = Path(__file__).with_name("paper.yaml")
 METRICS = ("mrr", "hits1", "hits3", "hits10")
@@ -27,11 +26,6 @@ BUDGET = "budget"  # the folder of budget curves beside the results (python -m r
 def pm(agg: dict[str, Any], key: str, digits: int = 3) -> str:
     a = agg[key]
     return f"{a['mean']:.{digits}f} ± {a['std']:.{digits}f}"
-
-
-def converged(record: dict[str, Any]) -> bool:
-    """Trained to its plateau: every seed ran the early-stopping recipe (its summary says why it stopped)."""
-    return all("stopped" in r["train"] for r in record["runs"])
 
 
 def base_label(record: dict[str, Any]) -> str:
@@ -177,45 +171,7 @@ def cost_blocks(results: PaperResults) -> tuple[list[Any], dict[str, Any]]:
     return blocks, data
 
 
-# --- the paper's claims ---
-
-def wikikg2_gains(results: PaperResults) -> list[float]:
-    """Relative test-MRR change of REP (rep / base - 1), one per seed and ogbl-wikikg2 base model run here."""
-    return [run["metrics"]["test_mrr_rep"] / run["metrics"]["test_mrr_base"] - 1
-            for record in results.models("ogbl_wikikg2").values() for run in record["runs"]
-            if run["metrics"].get("test_mrr_base")]
-
-
-def mrr_change(record: dict[str, Any]) -> tuple[float, float, float, str]:
-    """REP's test-MRR change (mean over seeds) and its 95 % interval: over seeds where there are several,
-    else over the one seed's test triples (replications/rep/paired.py); with the interval's name."""
-    runs, agg = record["runs"], record["aggregate"]["test_mrr_delta"]
-    if len(runs) > 1:
-        return agg["mean"], agg["ci95_low"], agg["ci95_high"], f"t interval over {len(runs)} seeds"
-    change = runs[0]["train"].get("test_mrr_change")
-    if change is None:  # a record made before the per-triple interval existed
-        return agg["mean"], float("nan"), float("nan"), "no interval (1 seed, no per-triple change stored)"
-    return change["delta"], change["ci95_low"], change["ci95_high"], f"over {change['triples']:,} test triples (1 seed)"
-
-
-def effect_word(low: float, high: float) -> str:
-    return "improves" if low > 0 else "hurts" if high < 0 else "no effect" if low <= high else "inconclusive"
-
-
-def verdict_rows(records: list[dict[str, Any]], margin: float) -> list[dict[str, Any]]:
-    """One verdict per converged (dataset, model): REP's change and whether it improves or maintains quality."""
-    out = []
-    for r in records:
-        if not converged(r):
-            continue
-        delta, low, high, how = mrr_change(r)
-        # "improving or maintaining": a loss (base − REP) above the margin contradicts it
-        status = direction_status(-high, -low, claimed="none", margin=margin)
-        out.append({"dataset": r["dataset"], "model": r["model"], "seeds": len(r["runs"]), "delta": delta,
-                    "ci95": [low, high], "interval": how, "effect": effect_word(low, high), "status": status,
-                    "base_test_mrr": r["aggregate"]["test_mrr_base"]["mean"]})
-    return out
-
+# --- the paper's claims (judged by shared.claims from paper.yaml; replications/rep/measures.py) ---
 
 def verdict_table(rows: list[dict[str, Any]], margin: float) -> Table:
     cells = [[v["dataset"], v["model"], f"{v['base_test_mrr']:.4f}", f"{v['delta']:+.4f}",
@@ -248,60 +204,15 @@ def plot_validation(records: list[dict[str, Any]]) -> Any:
     return fig
 
 
-def claim_check(results: PaperResults, claims: list[dict[str, Any]], records: list[dict[str, Any]]) -> list[Claim]:
-    out = []
-    for c in claims:
-        base = {"text": c["text"], "kind": c["kind"], "source": c["source"], "verified": c["verified"]}
-        if not c.get("testable_here"):
-            out.append(Claim(**base, status=NOT_TESTABLE, evidence=c["why_not"]))
-        elif c["judge"] == "converged_bases":
-            out += converged_claims(c, base, records)
-        else:
-            out.append(wikikg2_claim(c, base, results))
-    return out
-
-
-def converged_claims(c: dict[str, Any], base: dict[str, Any], records: list[dict[str, Any]]) -> list[Claim]:
-    """One claim over every converged base: contradicted if any base contradicts it, supported if every one
-    supports it, else inconclusive; each base's own verdict and interval are in the page's verdict table."""
-    verdicts = verdict_rows(records, c["margin"])
-    if not verdicts:
-        return [Claim(**base, status=NOT_RUN, evidence=c["not_run"])]
-    statuses = {v["status"] for v in verdicts}
-    status = CONTRADICTED if CONTRADICTED in statuses else SUPPORTED if statuses == {SUPPORTED} else INCONCLUSIVE
-    worst = min(verdicts, key=lambda v: v["ci95"][0])  # the base closest to contradicting it
-    parts = [f"{v['model']} {v['dataset']} {v['delta']:+.4f} [{v['ci95'][0]:+.4f}, {v['ci95'][1]:+.4f}] ({v['effect']})"
-             for v in verdicts]
-    seeds = sorted({v["seeds"] for v in verdicts})
-    return [Claim(**base, status=status, unit="test MRR (REP − base), the lowest interval",
-                  effect=round(worst["delta"], 4), interval=(round(worst["ci95"][0], 4), round(worst["ci95"][1], 4)),
-                  evidence=f"{len(verdicts)} converged base(s), Δ test MRR with 95% interval: " + "; ".join(parts),
-                  scale=f"{', '.join(map(str, seeds))} of 3 seeds; toy bases not judged")]
-
-
-def wikikg2_claim(c: dict[str, Any], base: dict[str, Any], results: PaperResults) -> Claim:
-    gains = wikikg2_gains(results)
-    if not gains:
-        return Claim(**base, status=NOT_RUN, evidence=c["not_run"])
-    effect = 100 * mean(gains)
-    return Claim(**base, status=sign_status(gains), unit="% (relative test MRR, REP vs base)",
-                 effect=round(effect, 2), interval=(round(100 * min(gains), 2), round(100 * max(gains), 2)),
-                 evidence=f"{c['tested_as']}: mean {effect:+.1f}% over {len(gains)} seed-model runs "
-                          f"(range {100 * min(gains):+.1f}% to {100 * max(gains):+.1f}%)",
-                 scale=c.get("scale", ""))
-
-
 def build(results: PaperResults) -> PaperReport | None:
     """The page from every complete record of the paper; None without any."""
     records = [results.records[k] for k in sorted(results.records)]
     if not records:
         return None
-    paper = yaml.safe_load(PAPER.read_text())
     table = before_after(records)
     cost, cost_data = cost_blocks(results)
-    claims = paper.get("claims") or []
-    margin = next((c["margin"] for c in claims if c.get("judge") == "converged_bases"), 0.005)
-    verdicts = verdict_rows(records, margin)
+    margin = next(s.judge["margin"] for s in load_claims(PAPER, "rep") if s.id == "improves_or_maintains")
+    verdicts = base_verdicts(results, margin)
     trained = [r for r in records if converged(r)]
     blocks: list[Any] = [TITLE, intro(records)]
     if verdicts:
@@ -310,4 +221,4 @@ def build(results: PaperResults) -> PaperReport | None:
                           caption="validation MRR of the converged bases per half epoch; dotted: the epoch kept", dpi=110)]
     blocks.append(table)
     data = {"before_after": {"header": table.header, "rows": table.rows}, "rep_on_converged_bases": verdicts, **cost_data}
-    return PaperReport(blocks=[*blocks, *cost], claims=claim_check(results, claims, records), data=data)
+    return PaperReport(blocks=[*blocks, *cost], claims=paper_claims(PAPER, results), data=data)
