@@ -5,9 +5,13 @@ Writes, all atomically, in this order:
 1. each result record's stored ``comparison``, recomputed against its paper.yaml as it is now (a reference
    added after a run is judged without re-running; a stale stored status is never trusted);
 2. each paper's own page from its hook: results/<paper>/README.md, claims.json and figures (shared.report_paper);
-3. results/README.md (first screen: each paper's central claims and numbers with their status; then every
-   number that has a reference, and the claims in full), results/index.html (the same, plots inline),
-   results/<paper>/RESULTS.md (every metric) with its reproduced_vs_reported.png, and results/index.json/.csv.
+   the claims the hooks return are handed on in memory (claims.json is read back only for a paper whose hook did
+   not run here);
+3. results/README.md and results/index.html (the first screen: per paper, its claims in their short sentences
+   with status, effect and interval, and scale ratio, then its referenced headline numbers; the forest plot
+   results/forest.png of every judged claim), results/DETAILS.md and details.html (every number that has a
+   reference, the claims in full, machines, each paper's baselines and figures), results/<paper>/RESULTS.md (every
+   metric) with its reproduced_vs_reported.png, and results/index.json/.csv.
 Only finished full-scale files (``"complete": true``, or a merge naming its missing seeds) reach the shared tables;
 partial ones are listed as unfinished, and finished ones with a non-finite metric as failed (never ``nan ± nan``).
 Before anything is written, every paper.yaml is checked (shared.reference.load_paper) and the folder must hold
@@ -29,14 +33,15 @@ from shared import progress
 from shared.atomic import write_json_atomic, write_text_atomic
 from shared.config_check import one_line
 from shared.data import DataError
-from shared.paper_report import PaperReport, PaperResults, load_paper_results
+from shared.paper_report import Claim, PaperReport, PaperResults, load_paper_results
 from shared.paths import RESULTS
 from shared.reference import load_paper, recompare
 from shared.report_data import DETAIL_NAME, PLOT_NAME, Report, build_report, load_results, scan  # noqa: F401
+from shared.report_forest import FOREST_NAME, forest_rows, plot_forest
 from shared.report_format import claim_line, line, verdict_line, verdicts
-from shared.report_html import render_html
+from shared.report_html import DETAILS_HTML, render_details_html, render_html
 from shared.report_index import write_index
-from shared.report_md import render_index, render_paper
+from shared.report_md import DETAILS_MD, render_details, render_index, render_paper
 from shared.report_paper import write_paper
 from shared.report_plot import plot_paper
 from shared.stats import aggregate
@@ -90,7 +95,13 @@ def refresh_comparisons(root: Path, papers_dir: Path) -> list[Path]:
 
 def write_paper_pages(root: Path, hooks: Mapping[str, Hook], plots: bool = True) -> list[str]:
     """Every paper's own page from its hook; returns the papers that have one."""
-    done = []
+    return list(run_hooks(root, hooks, plots))
+
+
+def run_hooks(root: Path, hooks: Mapping[str, Hook], plots: bool = True) -> dict[str, list[Claim]]:
+    """Every paper's own page from its hook; returns {paper: the claims its hook judged}, handed on in memory to the
+    shared pages (the claims.json written here is for readers and for a later run whose hook cannot run)."""
+    done: dict[str, list[Claim]] = {}
     for paper, hook in sorted(hooks.items()):
         results = load_paper_results(root, paper)
         if not results.records:
@@ -104,7 +115,7 @@ def write_paper_pages(root: Path, hooks: Mapping[str, Hook], plots: bool = True)
             continue
         if report is not None:
             write_paper(root / paper, paper, report, plots=plots)
-            done.append(paper)
+            done[paper] = list(report.claims)
     return done
 
 
@@ -114,14 +125,20 @@ def write_report(root: Path = ROOT, papers_dir: Path | None = None, plots: bool 
     papers_dir = papers_dir or root.parent / "replications"  # the checkout holding this results folder
     check_inputs(root, papers_dir)
     refresh_comparisons(root, papers_dir)
-    write_paper_pages(root, hooks or {}, plots=plots)
-    report = build_report(root, papers_dir)
+    claims = run_hooks(root, hooks or {}, plots=plots)
+    report = build_report(root, papers_dir, claims)
+    rows = forest_rows(report, papers_dir)
     for s in report.papers:
         if plots:
             plot_paper(s.paper, s.rows, s.headline_models, root / s.paper / PLOT_NAME)
         write_text_atomic(root / s.paper / DETAIL_NAME, render_paper(s))
-    write_text_atomic(root / "README.md", render_index(report))
-    write_text_atomic(root / "index.html", render_html(report))
+    if plots and rows:
+        plot_forest(rows, root / FOREST_NAME)
+    forest = FOREST_NAME if rows else None
+    write_text_atomic(root / "README.md", render_index(report, forest))
+    write_text_atomic(root / DETAILS_MD, render_details(report))
+    write_text_atomic(root / "index.html", render_html(report, forest))
+    write_text_atomic(root / DETAILS_HTML, render_details_html(report))
     write_index(root, report)
     return report
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import subprocess
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -204,8 +205,10 @@ def _links(root: Path, paper: str) -> list[str]:
 
 
 def claims_of(root: Path, paper: str) -> list[Claim]:
-    """The claims the paper's report() judged, from results/<paper>/claims.json (shared.report_paper writes it;
-    one schema for every paper). A status outside the vocabulary is an error naming the file."""
+    """The claims a paper's report() judged in an earlier run, from results/<paper>/claims.json (shared.report_paper
+    writes it; one schema for every paper): only for a paper whose hook did not run in this process (none given, or
+    its data not here); otherwise its claims come in memory (build_report's ``claims``). A status outside the
+    vocabulary is an error naming the file."""
     path = root / paper / CLAIMS_NAME
     if not path.exists():
         return []
@@ -223,7 +226,9 @@ def claims_of(root: Path, paper: str) -> list[Claim]:
     return found
 
 
-def section(root: Path, paper: str, records: list[dict[str, Any]], papers_dir: Path) -> PaperSection:
+def section(root: Path, paper: str, records: list[dict[str, Any]], papers_dir: Path,
+            claims: list[Claim] | None = None) -> PaperSection:
+    """One paper's part of the pages; ``claims``: what its hook returned in this process (None: read claims.json)."""
     reference = _paper_yaml(papers_dir, paper, root)
     info = reference if reference is not None else {}
     rows = [row for record in records for row in rows_of(record, reference)]
@@ -234,7 +239,8 @@ def section(root: Path, paper: str, records: list[dict[str, Any]], papers_dir: P
     counts = Counter(r.status for r in rows)
     return PaperSection(paper=paper, info=info, headline_metric=metric, headline_models=models,
                         headlines=headlines, rows=rows, counts={s: counts.get(s, 0) for s in STATUSES},
-                        figures=_figures(root, paper), links=_links(root, paper), claims=claims_of(root, paper))
+                        figures=_figures(root, paper), links=_links(root, paper),
+                        claims=list(claims) if claims is not None else claims_of(root, paper))
 
 
 def generation_stamp(root: Path) -> tuple[str | None, str]:
@@ -248,9 +254,12 @@ def generation_stamp(root: Path) -> tuple[str | None, str]:
         return None, datetime.now(timezone.utc).date().isoformat()
 
 
-def build_report(root: Path, papers_dir: Path) -> Report:
+def build_report(root: Path, papers_dir: Path, claims: Mapping[str, list[Claim]] | None = None) -> Report:
+    """Every page's content; ``claims``: {paper: its claims} as the hooks returned them in this process (a paper
+    missing from it has its claims read from the claims.json an earlier run wrote)."""
+    claims = claims or {}
     records, unfinished, unreadable, failed = scan(root)
-    papers = [section(root, paper, [r for r in records if r["paper"] == paper], papers_dir)
+    papers = [section(root, paper, [r for r in records if r["paper"] == paper], papers_dir, claims.get(paper))
               for paper in sorted({r["paper"] for r in records})]
     packages = sorted(p.parent.name for p in papers_dir.glob("*/paper.yaml"))
     failed_papers = {f.split("/", 1)[0] for f in failed}  # listed as failed, so not "no results yet"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from shared.claims.display import params_text
 from shared.paper_report import Claim
 from shared.reference import KINDS, NO_REFERENCE, NOT_REPRODUCED, REPRODUCED
 from shared.report_data import PaperSection, Report, Row
@@ -57,13 +58,14 @@ def line(row: Row) -> str:
             f"{num(row.reported, row.mean)}{kind} | {row.status}")
 
 
-def claim_line(paper: str, claim) -> str:
+def claim_line(paper: str, claim: Claim) -> str:
     evidence = f": {claim.evidence}" if claim.evidence else ""
-    return f"  {paper}: {claim.text} | {claim.status}{evidence}"
+    return f"  {paper}: {claim.text} | {claim.display_status}{evidence}"
 
 
-def evidence(claim) -> str:
-    return (claim.evidence or DASH) + (f" ({claim.scale})" if claim.scale else "")
+def evidence(claim: Claim) -> str:
+    caveat = f" Caveat: {claim.caveat}" if claim.caveat else ""
+    return (claim.evidence or DASH) + (f" ({claim.scale})" if claim.scale else "") + caveat
 
 
 def counts(section: PaperSection) -> str:
@@ -95,38 +97,58 @@ def kind_legend() -> list[tuple[str, str]]:
     return list(KINDS.items())
 
 
-# The first screen: each paper's central claims and numbers, one short line each, coloured by tone.
-MARK = {"good": "🟢", "bad": "🔴", "neutral": "⚪"}  # the Markdown page's colour
+# The first screen: per paper, its claims as their short sentences (never cut), the status coloured by tone, the
+# effect with its interval, and the scale reached over the claim's; then its numbers that have a reference.
+MARK = {"good": "🟢", "bad": "🔴", "neutral": "⚪", "scaled": "🔘"}  # the Markdown page's colour
+# A verdict reached far below the claim's scale (Claim.scale_note) has its own neutral marker: at 0.8M parameters
+# a "contradicted" says nothing against a 1.5B-parameter claim, so it is never shown as a plain red refutation.
+SCALED = "scaled"
 TONE_WORDS = {tone: ", ".join(s for s, t in TONE.items() if t == tone) for tone in ("good", "bad", "neutral")}
-CLAIM_CHARS, EVIDENCE_CHARS, UNIT_CHARS = 48, 40, 20
-VERDICTS_NOTE = ("Each paper's central claims (every claim testable here, else its first) and its headline numbers "
-                 "that have a reference, in a few words; the full text is in the tables below and on each paper's page.")
+TONE_WORDS[SCALED] = "any status reached far below the claim's scale (< 1/100 of its parameters), named beside it"
+VERDICTS_NOTE = ("Each paper's claims in a few words (the paper's own words, the rule and every number are on its page), "
+                 "the status (with the scale it was reached at where that is far below the claim's), the measured "
+                 "effect with its 95% interval, and the scale ratio: the parameters reached here over the claim's. "
+                 "Then its headline numbers that have a reference. Claims not testable here are listed on one line.")
 NUMBERS_NOTE = ("**Numbers**: each paper's headline number and every number that has a reference, whatever its status "
                 "(the rest, without a reference, are on each paper's RESULTS.md). Beside each paper: its "
                 "test-metric rows (all its datasets and models) counted by status, reproduced / not / no ref. "
                 "Everywhere, ± is the sample standard deviation over seeds (ddof = 1) and n the number of seeds.")
-CLAIMS_NOTE = ("**Claims** that are not one table number (speed-ups, directions), with the status each paper's "
-               "protocol measured for them, in full:")
+CLAIMS_NOTE = ("**Claims** in full, with the status each paper's protocol measured for them, the scale reached and "
+               "the claim's:")
+FOREST_CAPTION = ("Every judged claim's measured effect (dot) with its 95% interval (bar), grouped by paper. Claims are "
+                  "in different units (perplexity, points, ratios), so each row has its own horizontal axis in its "
+                  "own unit (named under the claim): compare a dot with its own row's lines, not with other rows. "
+                  "Solid grey: no effect (0 for a difference, 1 for a ratio or speed-up, the value for a threshold); "
+                  "dashed: the margin the claim is judged against. Colour: the status's tone; a hollow grey dot: "
+                  "reached far below the claim's scale.")
 
 
 @dataclass(frozen=True)
 class Verdict:
-    """One first-screen line: a status, what it is about and why, each in a few words (``full``: all of it)."""
+    """One first-screen line: a status, what it is about and the measured effect (``full``: all of it for a
+    tooltip); ``scale_note`` and ``ratio`` where the line is a claim judged at a known scale."""
 
     paper: str
     status: str
     text: str
     evidence: str
     full: str
+    scale_note: str = ""
+    ratio: str = DASH
 
     @property
     def tone(self) -> str:
-        return TONE[self.status]
+        return SCALED if self.scale_note else TONE[self.status]
+
+    @property
+    def display_status(self) -> str:
+        return f"{self.status} {self.scale_note}" if self.scale_note else self.status
 
 
 def shorten(text: str, limit: int) -> str:
     """``text`` cut at a word boundary to at most ``limit`` characters, with an ellipsis; a short trailing
-    parenthesis (which often tells claims apart: "(FUNSD test, standard protocol)") is kept."""
+    parenthesis (which often tells claims apart: "(FUNSD test, standard protocol)") is kept. Used only off the
+    first screen (the first screen shows every claim's hand-written short sentence, or its full text)."""
     text = " ".join(text.split())
     if len(text) <= limit:
         return text
@@ -145,15 +167,51 @@ def _g(value: float) -> str:
     return f"{value:.3g}"
 
 
+def claim_words(claim: Claim) -> str:
+    """The claim as the first screen says it: its hand-written short sentence, else its full text (never cut)."""
+    return claim.short or claim.text
+
+
 def claim_evidence(claim: Claim) -> str:
-    """The measured effect with its interval where the claim has one; else the first clause of its evidence."""
+    """The measured effect with its interval. A claim judged from a spec (shared.claims) starts its evidence with
+    it ('+0.063 [+0.039, +0.088] nats (95% t, n = 3)'; after 'measured: ' where a precondition failed); an older
+    claim's is built from its effect and interval; a claim without an effect gives the first clause of its evidence
+    (why it was not run), and a claim not testable here a dash (the reason is on its page)."""
+    parts = (claim.evidence or "").split("; ")
+    if claim.effect is not None and claim.id:
+        measured = [p.removeprefix("measured: ") for p in parts if p.startswith("measured: ")]
+        return (measured or parts)[0]
     if claim.effect is not None:
-        unit = claim.unit.split(" (")[0].split(":")[0].strip()
+        unit = claim.unit.split(" (")[0].split(":")[0].split(",")[0].strip()
         times = unit == "x"
         effect = _g(claim.effect) + ("x" if times else "")
         interval = f" [{_g(claim.interval[0])}, {_g(claim.interval[1])}]" if claim.interval else ""
-        return effect + interval + ("" if times or not unit else " " + shorten(unit, UNIT_CHARS))
-    return shorten((claim.evidence or DASH).split("; ")[0], EVIDENCE_CHARS)
+        return effect + interval + ("" if times or not unit else " " + unit)
+    if claim.status == NOT_TESTABLE or not claim.evidence:
+        return DASH
+    return parts[0]
+
+
+def ratio_text(ratio: float | None) -> str:
+    """Reached over claimed parameters: '1/1850' (three significant digits), '1', '2.5x'; '—' when unknown."""
+    if ratio is None or ratio <= 0:
+        return DASH
+    if ratio >= 1:
+        return "1" if round(ratio, 2) == 1 else f"{float(f'{ratio:.3g}'):g}x"
+    return f"1/{float(f'{1 / ratio:.3g}'):g}"
+
+
+def scale_words(claim: Claim) -> str:
+    """'0.81M params here, 1.5B in the claim (1/1850)': the two scales side by side, where either is known."""
+    def words(scale: dict) -> str:
+        key = "active_params" if scale.get("active_params") else "params" if scale.get("params") else None
+        return f"{params_text(scale[key])} {'active ' if key == 'active_params' else ''}params" if key \
+            else str(scale.get("text") or "")
+    here, there = words(claim.reached_scale), words(claim.claim_scale)
+    if not here and not there:
+        return DASH
+    ratio = ratio_text(claim.scale_ratio)
+    return f"{here or DASH} here; claim: {there or DASH}" + (f" (ratio {ratio})" if ratio != DASH else "")
 
 
 def row_evidence(row: Row) -> str:
@@ -164,24 +222,33 @@ def row_evidence(row: Row) -> str:
 
 def _row_verdict(row: Row) -> Verdict:
     text = f"{row.metric} of {row.model} on {row.dataset}"
-    return Verdict(row.paper, row.status, shorten(text, CLAIM_CHARS), row_evidence(row),
+    return Verdict(row.paper, row.status, text, row_evidence(row),
                    f"{text}: {reproduced(row)}, reference {num(row.reported, row.mean)} ({row.kind or DASH})")
 
 
 def central_claims(section: PaperSection) -> list[Claim]:
-    """Every claim testable here (a claim not run yet only where none has a verdict: it has no evidence to show);
-    a paper whose claims are all untestable keeps its first (it still has a say)."""
-    testable = [c for c in section.claims if c.status != NOT_TESTABLE]
-    judged = [c for c in testable if c.status != NOT_RUN]
-    return judged or testable or section.claims[:1]
+    """Every claim with a verdict or a measured effect. Claims not testable here or not run, without an effect, are
+    one line per status instead (verdicts()): their reasons are on the paper's page."""
+    return [c for c in section.claims if c.status not in (NOT_TESTABLE, NOT_RUN) or c.effect is not None]
+
+
+def _claim_verdict(paper: str, c: Claim) -> Verdict:
+    full = f"{c.text}: {c.evidence}" + (f" ({c.caveat})" if c.caveat else "")
+    return Verdict(paper, c.status, claim_words(c), claim_evidence(c), full, c.scale_note, ratio_text(c.scale_ratio))
 
 
 def verdicts(section: PaperSection) -> list[Verdict]:
-    """A paper's first-screen lines: its central claims, its headline numbers that have a reference, and how many
-    of its other referenced numbers reproduced (so that a failing table shows). A paper with none of these
-    shows its first headline number, without a reference; every paper with results has at least one line."""
-    out = [Verdict(section.paper, c.status, shorten(c.text, CLAIM_CHARS), claim_evidence(c),
-                   f"{c.text}: {c.evidence}") for c in central_claims(section)]
+    """A paper's first-screen lines: its central claims, one line naming its claims not run and one naming those not
+    testable here (each claim in its short sentence, whole), its headline
+    numbers that have a reference, and how many of its other referenced numbers reproduced (so that a failing table
+    shows). A paper with none of these shows its first headline number, without a reference; every paper with
+    results has at least one line."""
+    out = [_claim_verdict(section.paper, c) for c in central_claims(section)]
+    for status in (NOT_RUN, NOT_TESTABLE):
+        grouped = [c for c in section.claims if c.status == status and c.effect is None]
+        if grouped:
+            words = "; ".join(dict.fromkeys(claim_words(c) for c in grouped))
+            out.append(Verdict(section.paper, status, words, DASH, " | ".join(f"{c.text}: {c.evidence}" for c in grouped)))
     headline = [h.row for h in section.headlines if h.row is not None]
     out += [_row_verdict(r) for r in headline if r.status != NO_REFERENCE]
     if not out and headline:
@@ -195,7 +262,7 @@ def verdicts(section: PaperSection) -> list[Verdict]:
         metrics = ", ".join(dict.fromkeys(r.metric for r in others))
         word = "other " if any(v.status in (REPRODUCED, NOT_REPRODUCED) for v in out) else ""
         out.append(Verdict(section.paper, status, f"{good} of {len(others)} {word}numbers with a reference reproduced",
-                           shorten(metrics, EVIDENCE_CHARS), f"{word}numbers with a reference: {metrics}"))
+                           metrics, f"{word}numbers with a reference: {metrics}"))
     if not out:  # no claims and no row that was run: say so rather than drop the paper
         out.append(Verdict(section.paper, NO_REFERENCE, "no number of its headline model was run", DASH, ""))
     return out
@@ -217,4 +284,5 @@ def tone_legend() -> str:
 
 
 def verdict_line(v: Verdict) -> str:
-    return f"  {v.paper}: {v.status} | {v.text} | {v.evidence}"
+    ratio = f" | scale {v.ratio}" if v.ratio != DASH else ""
+    return f"  {v.paper}: {v.display_status} | {v.text} | {v.evidence}{ratio}"

@@ -12,7 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from shared.atomic import write_json_atomic, write_text_atomic
+from shared.paper_report import Claim
 from shared.report_data import Report, Row
+from shared.report_format import ratio_text
 from shared.runinfo import git_state
 
 INDEX_JSON, INDEX_CSV = "index.json", "index.csv"
@@ -28,11 +30,19 @@ def row_entry(row: Row) -> dict[str, Any]:
             "wall_seconds": row.wall_seconds}
 
 
+def claim_entry(paper: str, claim: Claim) -> dict[str, Any]:
+    """A claim as the index carries it: every field of the Claim, its display status and its scale ratio as the
+    first screen prints it ('1/1850')."""
+    return {"paper": paper, **claim.as_json(), "display_status": claim.display_status,
+            "scale_ratio_text": ratio_text(claim.scale_ratio)}
+
+
 def index(report: Report) -> dict[str, Any]:
     return {
         "generated_at_commit": git_state().get("git_commit"),
         "rows": [row_entry(r) for s in report.papers for r in s.rows],
-        "claims": [{"paper": s.paper, **c.as_json()} for s in report.papers for c in s.claims],
+        # every claim with its id, short sentence, dataset, and the scale reached beside the claim's (and their ratio)
+        "claims": [claim_entry(s.paper, c) for s in report.papers for c in s.claims],
         "papers_without_results": list(report.without_results),
         # only when there are any, so that a results folder without one keeps its committed bytes
         **({"failed_records": list(report.failed)} if report.failed else {}),

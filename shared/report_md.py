@@ -1,5 +1,6 @@
-"""Markdown pages: results/README.md (first screen: each paper's central claims and numbers with their status,
-marked by tone; then the numbers and the claims in full; then one section per paper) and
+"""Markdown pages: results/README.md (the first screen: per paper, its claims in their short sentences with status,
+effect and interval, and scale ratio, and its referenced headline numbers; the forest plot; the papers' pages),
+results/DETAILS.md (every number that has a reference, the claims in full, machines, one section per paper) and
 results/<paper>/RESULTS.md (every test metric with its sources and hardware)."""
 
 from __future__ import annotations
@@ -22,25 +23,38 @@ def _table(header: list[str], rows: list[list[object]]) -> list[str]:
 
 def _ref(row: Row) -> list[str]:
     """status, reproduced, reference, kind of a number row."""
-    return [_status(row.status), f.reproduced(row), f.num(row.reported, row.mean),
+    return [status_cell(row.status), f.reproduced(row), f.num(row.reported, row.mean),
             f"`{row.kind}`" if row.kind else f.DASH]
 
 
-def _status(status: str) -> str:
+DETAILS_MD = "DETAILS.md"
+
+
+def status_cell(status: str, scale_note: str = "") -> str:
+    """The status word marked by its tone; reached far below the claim's scale: the scaled marker and the note."""
+    if scale_note:
+        return f"{f.MARK[f.SCALED]} **{status}** {scale_note}"
     return f"{f.MARK[TONE[status]]} **{status}**"
 
 
+def page_link(s: PaperSection) -> str:
+    """The paper's own page (its README.md, verdicts first), else its RESULTS.md."""
+    own = [p for p in s.links if p.endswith("/README.md")]
+    return (own or s.links)[0]
+
+
 def _verdict_table(report: Report) -> list[str]:
-    rows = [[f"[{s.paper}](#{s.paper})" if i == 0 else "", _status(v.status), v.text, v.evidence]
-            for s in report.papers for i, v in enumerate(f.verdicts(s))]
-    return _table(["paper", "status", "central claim or number", "evidence"], rows)
+    rows = [[f"[{s.paper}]({page_link(s)})" if i == 0 else "", status_cell(v.status, v.scale_note), v.text, v.evidence,
+             v.ratio] for s in report.papers for i, v in enumerate(f.verdicts(s))]
+    return _table(["paper", "status", "claim or number", "effect [95% interval] or evidence", "scale here / claim's"],
+                  rows)
 
 
 def _numbers_table(report: Report) -> list[str]:
     rows = []
     for s in report.papers:
         for i, r in enumerate(f.number_rows(s)):
-            rows.append([f"[{s.paper}](#{s.paper})", _status(r.status), r.dataset, r.model, r.metric,
+            rows.append([f"[{s.paper}](#{s.paper})", status_cell(r.status), r.dataset, r.model, r.metric,
                          f.reproduced(r), f.num(r.reported, r.mean), f"`{r.kind}`" if r.kind else f.DASH,
                          f.counts(s) if i == 0 else ""])
     return _table(["paper", "status", "dataset", "model", "metric", "reproduced (mean ± std, n)", "reference", "kind",
@@ -48,11 +62,13 @@ def _numbers_table(report: Report) -> list[str]:
 
 
 def _claims_table(report: Report) -> list[str]:
-    rows = [[f"[{s.paper}](#{s.paper})", _status(c.status), c.text, f.evidence(c), c.source,
-             {True: "yes", False: "no"}.get(c.verified, f.DASH)] for s in report.papers for c in s.claims]
+    rows = [[f"[{s.paper}](#{s.paper})", status_cell(c.status, c.scale_note), f.claim_words(c), c.text, f.evidence(c),
+             f.scale_words(c), c.source, {True: "yes", False: "no"}.get(c.verified, f.DASH)]
+            for s in report.papers for c in s.claims]
     if not rows:
         return []
-    return [f.CLAIMS_NOTE + "\n", *_table(["paper", "status", "claim", "evidence", "source", "verified"], rows), ""]
+    return [f.CLAIMS_NOTE + "\n", *_table(["paper", "status", "claim", "in the paper's words", "evidence", "scale",
+                                           "source", "verified"], rows), ""]
 
 
 def _machines(report: Report) -> list[str]:
@@ -81,25 +97,43 @@ def _paper_section(s: PaperSection) -> list[str]:
     return lines
 
 
-def render_index(report: Report) -> str:
+def _left_out(report: Report) -> list[str]:
+    """What is not in the tables, named: packages without results, unfinished, unreadable and failed files."""
+    parts = []
+    if report.without_results:
+        parts.append(f"**No results yet** (a package, no complete result file): {', '.join(report.without_results)}.\n")
+    for title, items in (("Unfinished runs** (not in the tables; `make replicate-<paper>` resumes them)", report.unfinished),
+                         ("Unreadable result files** (not in the tables)", report.unreadable),
+                         (f"{f.FAILED_TITLE}**", report.failed)):
+        if items:
+            parts += [f"**{title}:\n", *[f"- {u}" for u in items], ""]
+    return parts
+
+
+def render_index(report: Report, forest: str | None = None) -> str:
+    """The summary page: a few screens. ``forest``: the forest plot's file beside the page (None: no judged claim)."""
     parts = ["# Results\n", f"{f.stamp(report)}. Status by tone: {f.tone_legend()}. "
-             "The same page with the plots inline: [index.html](index.html).\n",
-             *_verdict_table(report), "", f.VERDICTS_NOTE + "\n",
+             f"The same page with the plots inline: [index.html](index.html); every number with a reference, the "
+             f"claims in full, the machines and each paper's baselines: [{DETAILS_MD}]({DETAILS_MD}).\n",
+             *_verdict_table(report), "", f.VERDICTS_NOTE + "\n"]
+    if forest:
+        parts += [f"![forest plot of every judged claim]({forest})\n", f"*{f.FOREST_CAPTION}*\n"]
+    parts.append("**Papers** (each page opens with its verdicts):\n")
+    for s in report.papers:
+        title = f" *{s.info['title']}* ({s.info.get('venue', '')})" if s.info.get("title") else ""
+        pages = ", ".join(f"[{PurePosixPath(p).name}]({p})" for p in s.links)
+        parts.append(f"- **{s.paper}**:{title}: {pages}")
+    parts.append("")
+    return "\n".join(parts + _left_out(report))
+
+
+def render_details(report: Report) -> str:
+    """Everything the summary leaves out: every referenced number, the claims in full, machines, and each paper."""
+    parts = ["# Results in detail\n", f"{f.stamp(report)}. Back to [the summary](README.md).\n",
              f.NUMBERS_NOTE + "\n", *_numbers_table(report), "", *_claims_table(report), f.INTRO + "\n"]
     parts.append("**Reference kinds**, strongest first: " + "; ".join(
         f"`{k}`: {v}" for k, v in f.kind_legend()) + ". Each row names the kind it was judged against.\n")
-    if report.without_results:
-        parts.append(f"**No results yet** (a package, no complete result file): {', '.join(report.without_results)}.\n")
-    parts += _machines(report)
-    if report.unfinished:
-        parts.append("**Unfinished runs** (not in the tables; `make replicate-<paper>` resumes them):\n")
-        parts += [f"- {u}" for u in report.unfinished] + [""]
-    if report.unreadable:
-        parts.append("**Unreadable result files** (not in the tables):\n")
-        parts += [f"- {u}" for u in report.unreadable] + [""]
-    if report.failed:
-        parts.append(f"**{f.FAILED_TITLE}**:\n")
-        parts += [f"- {u}" for u in report.failed] + [""]
+    parts += _machines(report) + _left_out(report)
     for s in report.papers:
         parts += _paper_section(s)
     return "\n".join(parts)

@@ -10,6 +10,8 @@ from shared import progress
 from shared.atomic import save_figure_atomic, write_json_atomic, write_text_atomic
 from shared.data import DataError
 from shared.paper_report import CLAIMS_NAME, PAGE_NAME, Block, Figure, PaperReport, Table
+from shared.report_format import claim_evidence, claim_words, evidence, scale_words
+from shared.report_md import status_cell
 
 
 def cell(value: Any) -> str:
@@ -24,9 +26,13 @@ def markdown_table(table: Table) -> list[str]:
 
 
 def claims_table(report: PaperReport) -> Table:
-    rows = [[c.text, c.source, {True: "yes", False: "no"}.get(c.verified, "—"), f"**{c.status}**",
-             c.evidence + (f" ({c.scale})" if c.scale else "")] for c in report.claims]
-    return Table(["claim", "source", "verified", "status", "evidence"], rows)
+    """The page's verdict table: each claim in its short sentence, the status (with the scale reached where that is far
+    below the claim's), the effect with its interval, both scales, then the paper's words, the evidence in full (the
+    rule, the caveat) and the source."""
+    rows = [[claim_words(c), status_cell(c.status, c.scale_note), claim_evidence(c), scale_words(c), c.text,
+             evidence(c), c.source, {True: "yes", False: "no"}.get(c.verified, "—")] for c in report.claims]
+    return Table(["claim", "status", "effect [95% interval]", "scale here / claim's", "in the paper's words",
+                  "evidence", "source", "verified"], rows)
 
 
 def render_page(paper: str, report: PaperReport) -> str:

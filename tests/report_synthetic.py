@@ -57,3 +57,46 @@ def write_synthetic(base: Path) -> Path:
     (root / "toy" / "d1" / "broken.json").write_text('{"paper": "toy", "complete": tr')  # truncated write
     (root / "toy" / "README.md").write_text("# toy's own summary, written by its hook\n")
     return root
+
+
+CLAIMS_YAML = """\
+claims:
+  - id: beats_base
+    text: "Toy beats the base model in test accuracy on every dataset it was evaluated on, by a wide margin (Table 2)"
+    short: "toy beats base in test accuracy"
+    source: "Table 2"
+    source_kind: paper
+    verified: true
+    claim_scale: {params: 1.5e9, text: "Toy-XL 1.5B"}
+    per_dataset: [d1, d2]
+    judge: {kind: paired_difference, metric: test_acc, arms: [toy, base], claimed: positive, margin: 1.0,
+            unit: "accuracy points", scale: "tests.report_synthetic:toy_scale"}
+  - id: gpus
+    text: "Toy trains on 64 GPUs at 90% scaling efficiency, a sentence long enough that any first screen would cut it"
+    short: "toy scales to 64 GPUs"
+    source: "Section 5"
+    source_kind: paper
+    verified: false
+    claim_scale: {params: 1.5e9, hardware: "64 A100"}
+    not_testable: "needs 64 GPUs"
+"""
+
+
+def toy_scale(results, dataset, spec) -> dict:
+    """d1 at 0.81M parameters (far below the claim's 1.5B), d2 at 1B (close to it)."""
+    return {"params": 8.1e5 if dataset == "d1" else 1e9, "dataset": dataset}
+
+
+def with_claims(base: Path) -> None:
+    """Add claim specs to the synthetic paper.yaml (written by write_synthetic)."""
+    path = base / "replications" / "toy" / "paper.yaml"
+    path.write_text(path.read_text() + CLAIMS_YAML)
+
+
+def claims_hook(results):
+    """The toy paper's report(): a page and its claims judged by shared.claims from the synthetic paper.yaml."""
+    from shared.claims.judge import paper_claims
+    from shared.paper_report import PaperReport
+
+    claims = paper_claims(results.root.parent / "replications" / "toy" / "paper.yaml", results)
+    return PaperReport(blocks=["# toy", "its own page"], claims=claims)

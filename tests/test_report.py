@@ -35,12 +35,13 @@ def _first_table(markdown: str, header: str = "| paper |") -> list[list[str]]:
 def test_first_screen_is_each_papers_verdict_then_every_referenced_number(built):
     root, _ = built
     text = (root / "README.md").read_text()
-    assert text.index("| paper | status | central claim or number | evidence |") < text.index("**Numbers**")
+    assert "| paper | status | claim or number | effect [95% interval] or evidence | scale here / claim's |" in text
+    assert "**Numbers**" not in text and "| test_rank |" not in text  # the detailed tables are on DETAILS.md
     # No claims: the headline numbers that have a reference are the paper's verdict, failure and success alike.
     assert _first_table(text) == [
-        ["[toy](#toy)", "🟢 **reproduced**", "test_acc of toy on d1", "80.20 vs 80.00 (paper)"],
-        ["", "🔴 **not reproduced**", "test_acc of toy on d2", "61.00 vs 50.00 (secondary)"]]
-    rows = _first_table(text, "| paper | status | dataset |")
+        ["[toy](toy/README.md)", "🟢 **reproduced**", "test_acc of toy on d1", "80.20 vs 80.00 (paper)", "—"],
+        ["", "🔴 **not reproduced**", "test_acc of toy on d2", "61.00 vs 50.00 (secondary)", "—"]]
+    rows = _first_table((root / "DETAILS.md").read_text(), "| paper | status | dataset |")
     # paper, status, dataset, model, metric, reproduced, reference, kind, counts
     assert [(r[2], r[3], r[4]) for r in rows] == [("d1", "toy", "test_acc"), ("d2", "toy", "test_acc")]
     d1, d2 = rows
@@ -69,11 +70,12 @@ def test_central_claims_are_the_testable_ones_else_the_first_and_every_paper_has
                   _claim("contradicted", "c", effect=-2.0, interval=(-3.0, -1.0), unit="F1 points (new - old)")]
     assert [c.text for c in central_claims(toy)] == ["b", "c"]
     found = verdicts(toy)
-    assert [(v.status, v.text, v.evidence) for v in found[:2]] == [
-        ("supported", "b", "1.5x [1.2, 1.8]"), ("contradicted", "c", "-2 [-3, -1] F1 points")]
-    assert [v.status for v in found[2:]] == ["reproduced", "not reproduced"]  # the referenced headline rows
+    assert [(v.status, v.text, v.evidence) for v in found[:3]] == [
+        ("supported", "b", "1.5x [1.2, 1.8]"), ("contradicted", "c", "-2 [-3, -1] F1 points"),
+        ("not testable here", "a", "—")]  # the claims not testable here: one line naming them
+    assert [v.status for v in found[3:]] == ["reproduced", "not reproduced"]  # the referenced headline rows
     toy.claims = [_claim("not testable here", "a", evidence="needs 64 GPUs; and more"), _claim("not testable here")]
-    assert [(v.status, v.evidence) for v in verdicts(toy)][0] == ("not testable here", "needs 64 GPUs")
+    assert [(v.status, v.text, v.evidence) for v in verdicts(toy)][0] == ("not testable here", "a; c", "—")
     # No claim, no reference anywhere: the first headline number still speaks, marked "no reference".
     toy.claims = []
     toy.rows = [replace(r, status="no reference", reported=None, kind=None) for r in toy.rows]
@@ -114,9 +116,9 @@ def test_left_out_files_are_named_not_tabled(built):
     assert "toy/d1/broken.json" in text and all("broken" not in r for row in _first_table(text) for r in row)
 
 
-def test_kinds_legend_and_every_cpu_are_on_the_first_screen(built):
+def test_kinds_legend_and_every_cpu_are_on_the_details_page(built):
     root, report = built
-    text = (root / "README.md").read_text()
+    text = (root / "DETAILS.md").read_text()
     for kind, meaning in KINDS.items():
         assert f"`{kind}`: {meaning}" in text
     assert set(report.machines) == {"CPU-A", "CPU-B", "CPU-FILE"}
@@ -137,9 +139,9 @@ def test_per_paper_page_keeps_every_metric_and_the_papers_own_readme(built):
 
 def test_html_has_the_headline_rows_images_and_a_phone_viewport(built):
     root, _ = built
-    html = (root / "index.html").read_text()
+    html = (root / "index.html").read_text() + (root / "details.html").read_text()
     assert '<meta name="viewport" content="width=device-width, initial-scale=1">' in html
-    assert '<img src="toy/reproduced_vs_reported.png"' in html
+    assert '<img src="toy/reproduced_vs_reported.png"' in (root / "details.html").read_text()
     assert html.count('<span class="status good">reproduced</span>') >= 1
     assert html.count('<span class="status bad">not reproduced</span>') >= 1
     assert 'class="scroll"' in html and "<script" not in html
@@ -228,7 +230,7 @@ def test_claims_file_in_the_one_schema_reaches_the_page_and_a_bad_status_is_refu
     section = Section()
     section.claims = claims
     table = "\n".join(_claims_table(type("R", (), {"papers": [section]})()))
-    assert "| [p](#p) | ⚪ **not testable here** | 2x faster | needs 64 GPUs | abstract | yes |" in table
+    assert "| [p](#p) | ⚪ **not testable here** | 2x faster | 2x faster | needs 64 GPUs | — | abstract | yes |" in table
     (tmp_path / "p" / "claims.json").write_text(json.dumps({"claims": [{**claim, "status": "direction supported"}]}))
     with pytest.raises(ValueError, match="unknown status 'direction supported'"):
         claims_of(tmp_path, "p")
@@ -241,7 +243,7 @@ def test_a_paper_without_official_code_says_so_on_both_pages(tmp_path):
     start, end = text.index("code: {url:"), text.index("reported:")
     yaml_path.write_text(text[:start] + "code: {url: null}\n" + text[end:])
     write_report(root, plots=False)
-    md, html = (root / "README.md").read_text(), (root / "index.html").read_text()
+    md, html = (root / "DETAILS.md").read_text(), (root / "details.html").read_text()
     assert "no official code" in md and "no official code" in html
     assert "official code None" not in md and 'href=""' not in html
 
@@ -259,7 +261,7 @@ def test_the_page_names_its_commit_and_date_and_regenerating_gives_the_same_byte
     commit = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
     report = write_report(root, plots=False)
     assert (report.commit, report.date) == (commit, "2024-05-06")
-    pages = {name: (root / name).read_bytes() for name in ("README.md", "index.html")}
+    pages = {name: (root / name).read_bytes() for name in ("README.md", "index.html", "DETAILS.md", "details.html")}
     stamp = f"at commit {commit[:10]}, 2024-05-06"
     assert stamp in pages["README.md"].decode() and stamp in pages["index.html"].decode()
     write_report(root, plots=False)

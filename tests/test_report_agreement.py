@@ -68,7 +68,7 @@ def test_first_screen_agrees_on_page_html_and_terminal(built):
     assert [v.status for v in found] == ["supported", "reproduced", "not reproduced"]
     for v in found:
         assert f"**{v.status}** | {v.text} | {v.evidence} |" in markdown
-        assert f'<span class="status {v.tone}">{v.status}</span></td><td title=' in html and v.text in html
+        assert f'<span class="status {v.tone}">{v.status}</span></td><td class="claim" title=' in html and v.text in html
         assert f"  {v.paper}: {v.status} | {v.text} | {v.evidence}" in terminal
 
 
@@ -88,8 +88,9 @@ def test_hook_writes_the_papers_own_page_and_its_claims_reach_the_first_screen(b
     assert claims["claims"][0]["status"] == "supported" and claims["claims"][0]["interval"] == [0.5, 1.5]
     assert claims["data"]["acc"] == pytest.approx(80.2)
     first = (root / "README.md").read_text()
-    assert "| 🟢 **supported** | toy beats base | test_acc 80.20 | Table 2 | yes |" in first
-    assert "| [toy](#toy) | 🟢 **supported** | toy beats base | 1 [0.5, 1.5] |" in first  # its first-screen line
+    details = (root / "DETAILS.md").read_text()
+    assert "| 🟢 **supported** | toy beats base | toy beats base | test_acc 80.20 | — | Table 2 | yes |" in details
+    assert "| [toy](toy/README.md) | 🟢 **supported** | toy beats base | 1 [0.5, 1.5] | — |" in first  # first screen
     index = json.loads((root / "index.json").read_text())
     assert index["claims"][0]["paper"] == "toy" and index["claims"][0]["status"] == "supported"
 
