@@ -50,6 +50,7 @@ class Claim:
     claim_scale: dict[str, Any] = field(default_factory=dict)
     scale_ratio: float | None = None
     scale_note: str = ""  # 'at 0.81M params (claim: 1.5B)': reached far below the claim's scale
+    arms: list[str] = field(default_factory=list)  # the judge's arms (arm, baseline)
 
     def __post_init__(self) -> None:
         checked(self.status)

@@ -181,3 +181,17 @@ def test_per_dataset_metric_and_unit_and_a_budget_from_the_measure(tmp_path):
     assert on_d.unit == "nats" and on_d.n == 2
     assert on_e.unit == "PPL" and on_e.n == 1 and on_e.status == "inconclusive" and "+0.5 PPL (n = 1)" in on_e.evidence
     assert fast.status == "contradicted" and fast.evidence.startswith("not reached in 300 steps (<= 1.00x)")
+
+
+def test_margin_per_dataset_window_in_the_rule_and_ratios_unsigned(tmp_path):
+    text = SPEC.replace("claimed: positive, unit: nats,", "claimed: none, margin: {d: 0.0, e: 1.0}, window: last 10% of steps,")
+    text = text.replace("per_dataset: [d]", "per_dataset: [d, e]")
+    records = {(ds, m): {"dataset": ds, "model": m, "runs": [{"seed": s, "metrics": {"loss": v + (0.5 if m == "b" else 0)}}
+                                                             for s, v in {1: 1.0, 2: 1.1, 3: 1.3}.items()]}
+               for ds in ("d", "e") for m in ("a", "b")}
+    on_d, on_e, _ = judge_paper(load_claims(_write(tmp_path, text)), PaperResults("toy", tmp_path / "toy", records))
+    assert on_d.status == "contradicted" and on_e.status == "supported"  # loss 0.5 > margin 0 on d, < 1 on e
+    assert "(window: last 10% of steps)" in on_d.evidence and on_d.arms == ("b", "a")
+    out = KINDS["ratio"]({"arms": ["x", "y"], "claimed": "negative"}, _samples([1, 1, 1], [2, 2, 2]))
+    assert "ratio - 1 < 0" in out.rule
+    assert effect_text(1.37, 1.31, 1.54, 5, "x", "range", signed=False) == "1.37 [1.31, 1.54] x (range, n = 5)"

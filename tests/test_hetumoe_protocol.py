@@ -90,7 +90,7 @@ def test_the_committed_records_judged_as_the_page_shows():
                    ("speedup_switch_bs32", "not testable here", None, None, 0),
                    ("hierarchical_a2a", "inconclusive", 0.7323, (0.1811, 1.3644), 12)]
     a2a = claims[2]
-    assert a2a.evidence.startswith("+0.732 [+0.181, +1.36] x (flat / H-A2A) (range, n = 12)")
+    assert a2a.evidence.startswith("0.732 [0.181, 1.36] x (flat / H-A2A) (range, n = 12)")
     assert "testbed_2x2, testbed_2x4" in a2a.scale and "4 KiB, 3 rounds" in a2a.scale
     assert "2 nodes x 8 GPUs" in a2a.claim_scale["text"]
 

@@ -43,7 +43,7 @@ def test_the_committed_records_judged_as_the_page_shows(page):
     assert got == WANT
     found = {c.id: c for c in page.claims}
     ring, elastic = found["ring_memory"], found["elastic_training"]
-    assert ring.evidence.startswith("+1.37 [+1.31, +1.54] x (range, n = 5)") and "sign test p = 0.031" in ring.evidence
+    assert ring.evidence.startswith("1.37 [1.31, 1.54] x (range, n = 5)") and "sign test p = 0.031" in ring.evidence
     assert ring.reached_scale["params"] == 75_793_536 and ring.scale_ratio is None  # the paper states no size
     assert elastic.effect == pytest.approx(7.152557373046875e-07)
     assert elastic.evidence.startswith("+7.2e-07 nats (n = 1)") and "world sizes 2 -> 1 -> 2" in elastic.evidence

@@ -126,7 +126,7 @@ def test_ring_claim_status_follows_the_measurement(records, status):
 def test_ring_evidence_names_the_paired_median_and_the_sign_test():
     claim = _claim("ring_memory", {"ring_memory": _ring(1.0, *FASTER)})
     assert claim.effect == pytest.approx(1.4)
-    assert claim.evidence.startswith("+1.4 [+1.4, +1.4] x (range, n = 5)") and "p = 0.031" in claim.evidence
+    assert claim.evidence.startswith("1.4 [1.4, 1.4] x (range, n = 5)") and "p = 0.031" in claim.evidence
 
 
 @pytest.mark.parametrize(("records", "status"), [

@@ -46,6 +46,7 @@ class Verdict:
     claim_scale: dict[str, Any] = field(default_factory=dict)
     scale_ratio: float | None = None
     scale_note: str = ""  # 'at 0.81M params (claim: 1.5B)' when reached far below the claim's scale
+    arms: tuple[str, ...] = ()  # the judge's arms (arm, baseline), for a page that tabulates per arm
 
     def __post_init__(self) -> None:
         checked(self.status)
@@ -88,6 +89,10 @@ def metric_samples(spec: ClaimSpec, results: PaperResults, dataset: str) -> dict
                                  f"(metrics: {', '.join(sorted(runs[0].get('metrics') or {}))}); name one of those")
         out[arm] = {r["seed"]: float(r["metrics"][metric]) for r in runs if metric in (r.get("metrics") or {})}
     return out
+
+
+UNSIGNED_KINDS = ("ratio", "steps_to_target", "threshold")
+PER_DATASET = ("margin", "threshold", "tolerance", "unit")  # judge values that may be given {dataset: value}
 
 
 def per_dataset_value(value: Any, dataset: str | None) -> Any:
@@ -133,7 +138,8 @@ def judge_claim(spec: ClaimSpec, results: PaperResults, dataset: str | None = No
         samples = metric_samples(spec, results, dataset)
     if isinstance(samples, str):  # the reason it was not run
         return Verdict(**base, **scale_fields, status=NOT_RUN, evidence=samples)
-    outcome: Outcome = KINDS[judge["kind"]](judge, samples)
+    resolved = {**judge, **{k: per_dataset_value(judge[k], dataset) for k in PER_DATASET if k in judge}}
+    outcome: Outcome = KINDS[judge["kind"]](resolved, samples)
     parts = {"status": outcome.status, "effect": outcome.interval.effect, "low": outcome.interval.low,
              "high": outcome.interval.high, "n": outcome.interval.n, "method": outcome.interval.method,
              "rule": outcome.rule,
@@ -153,9 +159,13 @@ def _finish(spec: ClaimSpec, base: dict[str, Any], scale_fields: dict[str, Any],
     judge = spec.judge or {}
     unit = parts.get("unit", per_dataset_value(judge.get("unit", ""), dataset))
     effect, low, high, n = parts.get("effect"), parts.get("low"), parts.get("high"), int(parts.get("n", 0))
-    text = effect_text(effect, low, high, n, unit, parts.get("method", "t"), judge.get("digits", 3),
-                       parts.get("censored_steps"))
-    evidence = "; ".join(x for x in (text, parts.get("rule", ""), parts.get("evidence", "")) if x)
+    # A ratio, a speed-up or a level reads unsigned ("1.37 [1.31, 1.54] x"); a difference keeps its sign.
+    signed = parts.get("signed", judge.get("kind") not in UNSIGNED_KINDS and not str(unit).lstrip().startswith("x"))
+    text = "" if effect is None else effect_text(effect, low, high, n, unit, parts.get("method", "t"),
+                                                  judge.get("digits", 3), parts.get("censored_steps"), signed)
+    window = per_dataset_value(judge.get("window"), dataset)
+    rule = parts.get("rule", "") + (f" (window: {window})" if window and parts.get("rule") else "")
+    evidence = "; ".join(x for x in (text, rule, parts.get("evidence", "")) if x)
     status = parts["status"]
     for name in spec.requires:
         reason = named_function(name, _where(spec))(results, dataset, spec)  # a reason, or None when it holds
@@ -164,7 +174,7 @@ def _finish(spec: ClaimSpec, base: dict[str, Any], scale_fields: dict[str, Any],
             break
     interval = (low, high) if n > 1 and low is not None and high is not None else None
     return Verdict(**base, **scale_fields, status=status, effect=effect, interval=interval, n=n, unit=unit,
-                   method=parts.get("method", ""), rule=parts.get("rule", ""), evidence=evidence,
+                   method=parts.get("method", ""), rule=rule, evidence=evidence, arms=tuple(spec.arms),
                    scale_note=scale_note(scale_fields["scale"], spec.claim_scale))
 
 
@@ -175,12 +185,15 @@ def judge_paper(specs: list[ClaimSpec], results: PaperResults) -> list[Verdict]:
 
 def as_claim(verdict: Verdict) -> Claim:
     """The verdict as the page, claims.json, the index and the terminal carry it (shared.paper_report.Claim)."""
-    words = verdict.short + (f" ({verdict.dataset})" if verdict.dataset and verdict.dataset not in verdict.short else "")
+    squeeze = str.maketrans("", "", "-_ ")
+    named = verdict.dataset and verdict.dataset.lower().translate(squeeze) in verdict.short.lower().translate(squeeze)
+    words = verdict.short + (f" ({verdict.dataset})" if verdict.dataset and not named else "")
     return Claim(text=verdict.text, source=verdict.source, verified=verdict.verified, status=verdict.status,
                  evidence=verdict.evidence, kind=verdict.source_kind, effect=verdict.effect, interval=verdict.interval,
                  unit=verdict.unit, scale=verdict.scale.get("text", ""), id=verdict.id, short=words,
                  dataset=verdict.dataset, n=verdict.n, caveat=verdict.caveat, reached_scale=verdict.scale,
-                 claim_scale=verdict.claim_scale, scale_ratio=verdict.scale_ratio, scale_note=verdict.scale_note)
+                 claim_scale=verdict.claim_scale, scale_ratio=verdict.scale_ratio, scale_note=verdict.scale_note,
+                 arms=list(verdict.arms))
 
 
 def paper_claims(paper_file: Path, results: PaperResults) -> list[Claim]:

@@ -47,7 +47,7 @@ def _paired(samples: Samples, arms: list[str]) -> tuple[list[Any], list[float], 
 
 
 def _margin(judge: dict[str, Any], baseline: list[float]) -> float:
-    margin = float(judge.get("margin", 0.0))
+    margin = float(judge.get("margin") or 0.0)  # shared.claims.judge resolved a per-dataset margin already
     if judge.get("margin_relative_to"):
         margin *= sum(baseline) / len(baseline) if baseline else float("nan")
     return margin
@@ -60,7 +60,8 @@ def _direction(judge: dict[str, Any], interval: Interval, margin: float, offset:
 
 
 def _claimed_words(judge: dict[str, Any], margin: float, what: str = "effect") -> str:
-    return {"positive": f"{what} > {margin:g}", "negative": f"{what} < -{margin:g}",
+    negative = f"{what} < -{margin:g}" if margin else f"{what} < 0"
+    return {"positive": f"{what} > {margin:g}", "negative": negative,
             "none": f"{what} <= {margin:g} (no loss beyond the margin)"}[judge["claimed"]]
 
 
@@ -86,7 +87,7 @@ def paired_bootstrap(judge: dict[str, Any], samples: Samples) -> Outcome:
 def ratio(judge: dict[str, Any], samples: Samples) -> Outcome:
     a, b = (list(samples[arm].values()) for arm in judge["arms"])
     interval = bootstrap_ratio(a, b, judge.get("replicates", 2000), judge.get("seed", 0))
-    margin = float(judge.get("margin", 0.0))
+    margin = float(judge.get("margin") or 0.0)
     return Outcome(_direction(judge, interval, margin, offset=1.0), interval,
                    f"mean {judge['arms'][0]} / mean {judge['arms'][1]}: " + _claimed_words(judge, margin, "ratio - 1"))
 
@@ -112,7 +113,7 @@ def steps_to_target(judge: dict[str, Any], samples: Samples) -> Outcome:
     speed-up is an upper bound, so it can contradict a claim (bound <= claimed) but never support one."""
     speedup, censored = samples["speedup"], samples.get("censored", {})
     interval = student_t(list(speedup.values())) if len(speedup) > 1 else value_range(list(speedup.values()))
-    margin = float(judge.get("margin", 0.0))
+    margin = float(judge.get("margin") or 0.0)
     all_censored = bool(speedup) and all(censored.get(u) for u in speedup)
     any_censored = any(censored.get(u) for u in speedup)
     if not speedup:

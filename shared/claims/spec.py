@@ -176,10 +176,11 @@ def _check_judge(judge: Any, where: str, cid: str) -> None:
     if "claimed" in judge and judge["claimed"] not in CLAIMED:
         raise _fail(where, cid, "judge.claimed", f"is {judge['claimed']!r}", f"valid: {', '.join(CLAIMED)}")
     for key in ("margin", "threshold", "tolerance"):
-        if key in judge and not _number(judge[key]):
-            raise _fail(where, cid, f"judge.{key}", f"is {judge[key]!r}", "give a number")
-    if "tolerance" in judge and judge["tolerance"] < 0:
-        raise _fail(where, cid, "judge.tolerance", f"is {judge['tolerance']}", "a tolerance is >= 0")
+        values = judge[key].values() if isinstance(judge.get(key), dict) else [judge.get(key)]
+        if key in judge and not all(_number(v) for v in values):
+            raise _fail(where, cid, f"judge.{key}", f"is {judge[key]!r}", "give a number, or {dataset: number}")
+        if key == "tolerance" and key in judge and any(v < 0 for v in values):
+            raise _fail(where, cid, "judge.tolerance", f"is {judge['tolerance']}", "a tolerance is >= 0")
     if judge.get("interval", "t") not in ("t", "bootstrap", "range"):
         raise _fail(where, cid, "judge.interval", f"is {judge['interval']!r}", "valid: t, bootstrap, range")
 
