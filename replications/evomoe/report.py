@@ -17,6 +17,7 @@ from replications.evomoe import measures, speedup
 from replications.moe import charfloor
 from shared.claims import paper_claims
 from shared.claims.intervals import student_t
+from shared.page_blocks import CHAR_BIGRAM, CHAR_SECTION, agg_text, hardware_line, interval, minutes, pyplot, tight
 from shared.paper_report import Figure, PaperReport, PaperResults, Table
 from shared.verdict import INCONCLUSIVE, direction_status
 
@@ -27,8 +28,8 @@ CLAIM_BASELINES = ["switch", "base", "hash"]  # StableMoE is named by the paper 
 Column = tuple[str, Callable[[dict[str, Any]], Any]]
 
 
-def _ci(a: dict[str, float], digits: int) -> str:
-    return f"{a['mean']:.{digits}f} ± {a['std']:.{digits}f} [{a['ci95_low']:.{digits}f}, {a['ci95_high']:.{digits}f}]"
+def _ci(metric: str, digits: int) -> Callable[[dict[str, Any]], str]:
+    return lambda r: agg_text(r["aggregate"][metric], digits, ci=True)
 
 
 def model_table(records: dict[str, dict[str, Any]], columns: list[Column], extra: list[list[Any]], note: str = "") -> Table:
@@ -37,7 +38,7 @@ def model_table(records: dict[str, dict[str, Any]], columns: list[Column], extra
         return r["aggregate"][name]["mean"]
 
     rows = [[name, *(fn(r) for _, fn in columns), f"{agg(r, 'train_tokens_per_s'):.0f}",
-             f"{agg(r, 'mean_active_experts'):.2f}", len(r["runs"]), f"{r['wall_seconds'] / 60:.1f} min"]
+             f"{agg(r, 'mean_active_experts'):.2f}", len(r["runs"]), minutes(r['wall_seconds'])]
             for name, r in records.items()]
     width = len(columns) + 5
     return Table(["model", *(h for h, _ in columns), "train tokens/s", "mean active experts / token", "seeds",
@@ -56,7 +57,7 @@ def paired_table(records: dict[str, dict[str, Any]], metric: str, digits: int) -
         iv = student_t([other[s] - evo[s] for s in sorted(set(evo) & set(other))])
         status = direction_status(iv.low, iv.high) if iv.has_spread else INCONCLUSIVE
         rows.append([base, "yes" if base in CLAIM_BASELINES else "no", f"{iv.effect:.{digits}f}",
-                     f"[{iv.low:.{digits}f}, {iv.high:.{digits}f}]", status])
+                     interval(iv.low, iv.high, digits), status])
     return Table(["baseline", "named in the claim", "difference (mean)", "95% CI", "direction"], rows)
 
 
@@ -81,11 +82,7 @@ def seed_speed_table(rows: list[dict[str, Any]]) -> Table:
 
 
 def plot(records: dict[str, dict[str, Any]]) -> Any:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
     for name, r in records.items():
         curves = [run["train"]["curve"] for run in r["runs"]]
@@ -97,8 +94,7 @@ def plot(records: dict[str, dict[str, Any]]) -> Any:
     ax2.set(xlabel="optimiser step", ylabel="active experts per token (mean over MoE layers)",
             title="Active experts over training")
     ax1.legend()
-    fig.tight_layout()
-    return fig
+    return tight(fig)
 
 
 def wikitext_part(records: dict[str, dict[str, Any]]) -> tuple[list[Any], dict[str, Any]]:
@@ -106,8 +102,8 @@ def wikitext_part(records: dict[str, dict[str, Any]]) -> tuple[list[Any], dict[s
     hw = next(iter(records.values()))["environment"]["hardware"]
     blocks: list[Any] = [
         f"# EvoMoE vs Switch / GShard / Hash / BASE / dense on WikiText-2 (small GPT, {'GPU' if hw.get('gpu') else 'CPU'})",
-        model_table(records, [("valid PPL (mean ± std) [95% CI]", lambda r: _ci(r["aggregate"]["valid_ppl"], 1)),
-                              ("test PPL (mean ± std) [95% CI]", lambda r: _ci(r["aggregate"]["test_ppl"], 1))],
+        model_table(records, [("valid PPL (mean ± std) [95% CI]", _ci("valid_ppl", 1)),
+                              ("test PPL (mean ± std) [95% CI]", _ci("test_ppl", 1))],
                     [["bigram (Kneser-Ney counts of the same training tokens; replications/evomoe/ngram.py)",
                       f"{bigram['valid_ppl']:.1f}", f"{bigram['test_ppl']:.1f} (full train set: "
                                                     f"{bigram['test_ppl_full_train']:.1f})"]])]
@@ -118,9 +114,8 @@ def wikitext_part(records: dict[str, dict[str, Any]]) -> tuple[list[Any], dict[s
     if steps is not None:
         blocks += ["## Steps to Switch's final validation perplexity (the v1 abstract's metric; speedup.py)",
                    speedup_table(*steps)]
-    gpu = f"{hw['gpu']}, " if hw.get("gpu") else ""
-    blocks += [f"Hardware: {gpu}{hw['cpu']}, {hw['torch_threads']} torch thread(s) per run, shared machine. Tokens/s counts "
-               "training steps only (EvoMoE's soft phase runs several experts per token; see active experts).",
+    blocks += [hardware_line(hw) + " Tokens/s counts training steps only (EvoMoE's soft phase runs several experts per "
+               "token; see active experts).",
                Figure("wikitext2_curves.png", draw=lambda: plot(records), caption="validation PPL and active experts",
                       dpi=120)]
     return blocks, {"bigram": bigram, "steps_to_switch": None if steps is None else {"target": steps[0], "rows": steps[1]}}
@@ -130,13 +125,13 @@ def char_part(records: dict[str, dict[str, Any]]) -> tuple[list[Any], dict[str, 
     floor = charfloor.bigram_floor()
     paper = yaml.safe_load(PAPER.read_text())
     ref = next((e for e in paper["reported"] if e["dataset"] == CHARS and e["metric"] == "valid_loss"), None)
-    extra = [["bigram (Kneser-Ney counts of the train part; replications/moe/ngram.py)", f"{floor:.3f}", "0",
+    extra = [[CHAR_BIGRAM, f"{floor:.3f}", "0",
               f"{math.exp(floor):.2f}"]]
     if ref is not None:
         extra.append([f"nanoGPT, dense ({ref['kind']}: {ref['source']})", f"{ref['value']:.2f}", "-", "-", "-", "-", "1"])
     blocks: list[Any] = [
-        "## Character-level Tiny Shakespeare (nanoGPT's CPU configuration, every FFN an MoE layer)",
-        model_table(records, [("valid loss, nats/char (mean ± std) [95% CI]", lambda r: _ci(r["aggregate"]["valid_loss"], 3)),
+        CHAR_SECTION,
+        model_table(records, [("valid loss, nats/char (mean ± std) [95% CI]", _ci("valid_loss", 3)),
                               ("below the bigram floor by", lambda r: f"{floor - r['aggregate']['valid_loss']['mean']:.3f}"),
                               ("valid PPL", lambda r: f"{r['aggregate']['valid_ppl']['mean']:.2f}")], extra,
                     note="Validation = the last 10% of the text (nanoGPT's split; no test part). The dense arm is "
