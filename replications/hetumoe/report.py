@@ -10,6 +10,7 @@ from typing import Any
 
 from replications.hetumoe.measures import compare, topologies
 from shared.claims import paper_claims
+from shared.page_blocks import pyplot, tight
 from shared.paper_report import Figure, PaperReport, PaperResults, Table
 
 PAPER = Path(__file__).with_name("paper.yaml")
@@ -28,11 +29,7 @@ def tables(all_rows: dict[str, list[dict[str, Any]]]) -> list[Table]:
 
 
 def plot(all_rows: dict[str, list[dict[str, Any]]]) -> Any:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     fig, axes = plt.subplots(1, len(all_rows), figsize=(5 * len(all_rows), 3.8), squeeze=False)
     for ax, (topo, rows) in zip(axes[0], all_rows.items()):
         for rate in sorted({r["rate_mbit"] for r in rows}):
@@ -44,8 +41,7 @@ def plot(all_rows: dict[str, list[dict[str, Any]]]) -> Any:
         ax.set(xscale="log", xlabel="per-rank bytes", ylabel="flat / H-A2A time (>1: H-A2A faster)", title=topo)
         ax.legend(fontsize=8)
         ax.grid(alpha=0.3)
-    fig.tight_layout()
-    return fig
+    return tight(fig)
 
 
 def build(results: PaperResults) -> PaperReport | None:

@@ -13,6 +13,7 @@ import numpy as np
 from replications.moe import charfloor
 from replications.ta_moe.train import mean_dispatch
 from shared.claims import paper_claims
+from shared.page_blocks import CHAR_BIGRAM, CHAR_SECTION, agg_text, hardware_line, minutes, pyplot, tight
 from shared.paper_report import Figure, PaperReport, PaperResults, Table
 
 PAPER = Path(__file__).with_name("paper.yaml")
@@ -32,10 +33,6 @@ def learnt_dispatch(record: dict[str, Any]) -> list[list[float]]:
     return np.mean(np.array(mats), axis=0).tolist()
 
 
-def _ci(a: dict[str, float], digits: int) -> str:
-    return f"{a['mean']:.{digits}f} ± {a['std']:.{digits}f} [{a['ci95_low']:.{digits}f}, {a['ci95_high']:.{digits}f}]"
-
-
 def table(records: dict[str, dict[str, Any]], floor: float | None = None) -> Table:
     """One row per arm: WikiText-2's PPLs, or (``floor`` given: Tiny Shakespeare) the loss and its distance to the
     character bigram floor; then the dispatch columns."""
@@ -47,14 +44,14 @@ def table(records: dict[str, dict[str, Any]], floor: float | None = None) -> Tab
     rows = []
     for name, r in records.items():
         a = r["aggregate"]
-        first = ([_ci(a["valid_loss"], 3), f"{floor - a['valid_loss']['mean']:.3f}"] if chars
-                 else [_ci(a["valid_ppl"], 1), _ci(a["test_ppl"], 1)])
-        rows.append([name, *first, _ci(a["off_node_fraction_last10pct"], 3), f"{a['off_node_fraction']['mean']:.3f}",
+        first = ([agg_text(a["valid_loss"], 3, ci=True), f"{floor - a['valid_loss']['mean']:.3f}"] if chars
+                 else [agg_text(a["valid_ppl"], 1, ci=True), agg_text(a["test_ppl"], 1, ci=True)])
+        rows.append([name, *first, agg_text(a["off_node_fraction_last10pct"], 3, ci=True),
+                     f"{a['off_node_fraction']['mean']:.3f}",
                      f"{a['local_rank_fraction']['mean']:.3f}", f"{a['dropped_fraction']['mean']:.3f}",
-                     f"{a['train_tokens_per_s']['mean']:.0f}", len(r["runs"]), f"{r['wall_seconds'] / 60:.1f} min"])
+                     f"{a['train_tokens_per_s']['mean']:.0f}", len(r["runs"]), minutes(r['wall_seconds'])])
     if chars:
-        rows.append(["bigram (Kneser-Ney counts of the train part; replications/moe/ngram.py)", f"{floor:.3f}", "0",
-                     *["-"] * 7])
+        rows.append([CHAR_BIGRAM, f"{floor:.3f}", "0", *["-"] * 7])
         return Table(header, rows, note="Validation = the last 10% of the text (nanoGPT's split; no test part). The "
                                         "records keep the mean dispatch of every 20 steps (paper.protocol."
                                         "dispatch_window); the last 10% of steps are the last 10 of them.")
@@ -83,11 +80,7 @@ def replay_blocks(replay: dict[str, Any], cluster: dict[str, Any]) -> list[Any]:
 
 
 def plot(records: dict[str, dict[str, Any]], dataset: str) -> Any:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     fig, axes = plt.subplots(1, len(records) + 1, figsize=(4.8 * (len(records) + 1), 4.0))
     for ax, (name, r) in zip(axes, records.items()):
         m = np.array(learnt_dispatch(r))
@@ -123,8 +116,7 @@ def plot(records: dict[str, dict[str, Any]], dataset: str) -> Any:
     ax.axhline(0.5, color="grey", ls=":", lw=0.8)
     ax.legend()
     fig.suptitle(f"{dataset}: dispatch over the emulated 2 x 2 cluster, last 10% of steps (red lines: node boundary)")
-    fig.tight_layout()
-    return fig
+    return tight(fig)
 
 
 def dataset_part(dataset: str, records: dict[str, dict[str, Any]]) -> tuple[list[Any], dict[str, Any]]:
@@ -133,7 +125,7 @@ def dataset_part(dataset: str, records: dict[str, dict[str, Any]]) -> tuple[list
     blocks: list[Any] = [table(records, floor), Figure(f"{dataset}_dispatch.png", draw=lambda: plot(records, dataset),
                                                        caption=f"{dataset}_dispatch", dpi=120)]
     if floor is not None:
-        blocks.insert(0, "## Character-level Tiny Shakespeare (nanoGPT's CPU configuration, every FFN an MoE layer)")
+        blocks.insert(0, CHAR_SECTION)
         blocks.insert(1, "The same emulated cluster and gates, the TA loss and GShard arms at EvoMoE's GShard arm's "
                          "active parameters. Its accuracy and ladder verdicts are judged only when every run of both "
                          f"arms ends {charfloor.MARGIN_NATS:g} nats/char below the character bigram (replications/moe/"
@@ -173,9 +165,8 @@ def build(results: PaperResults) -> PaperReport | None:
     replay = results.side_file("replay.json")
     if replay is not None:
         blocks += ["## All-to-all replay", *replay_blocks(replay, cluster)]
-    blocks += [f"Hardware: {hw['cpu']}, {hw['torch_threads']} torch thread(s) per run, shared machine. "
-               "Dispatch matrices: wikitext2_dispatch.png, their numbers in claims.json (data.dispatch); every "
-               "step's matrices are in the result files (runs[].train.dispatch).", *wiki_blocks[1:]]
+    blocks += [hardware_line(hw) + " Dispatch matrices: wikitext2_dispatch.png, their numbers in claims.json "
+               "(data.dispatch); every step's matrices are in the result files (runs[].train.dispatch).", *wiki_blocks[1:]]
     for dataset, (more, more_data) in parts.items():
         blocks += more
         data[dataset] = more_data
