@@ -16,7 +16,8 @@ import numpy as np
 
 from replications.flexmoe.measures import NAMES, UNITS, a2a_check
 from shared.claims import load_claims, paper_claims
-from shared.paper_report import Claim, Figure, PaperReport, PaperResults, Table
+from shared.page_blocks import hardware_line, mean_std, minutes, pyplot, tight
+from shared.paper_report import Figure, PaperReport, PaperResults, Table
 
 DATASET = "wikitext2"  # the paper-like protocol: the simulator, the testbed and the page's first premise
 RUN_TS = "make replicate-flexmoe dataset=tinyshakespeare"  # conf/paper/flexmoe.yaml header
@@ -25,11 +26,6 @@ ORDER = ["switch_e8", "switch_e16", "gshard_e8", "gshard_e16"]
 POLICY_NAMES = {"static": "static (DeepSpeed-like)", "fastermoe": "FasterMoE shadowing",
                 "flexmoe": "FlexMoE (reconstruction)", "flexmoe_oracle": "FlexMoE, no lag (diagnostic)",
                 "ideal": "perfect balance (bound)"}
-
-
-def fmt(values: list[float], digits: int = 2) -> str:
-    a = np.array(values, dtype=float)
-    return f"{a.mean():.{digits}f} ± {a.std(ddof=1) if len(a) > 1 else 0.0:.{digits}f}"
 
 
 def order(ms: dict[str, float], tie: float = 1e-3) -> str:
@@ -74,11 +70,11 @@ def premise_table(records: dict[str, dict[str, Any]], dataset: str) -> Table:
     rows = []
     for name, r in records.items():
         def v(m: str, d: int = 2, r: dict = r) -> str:
-            return fmt([float(run["metrics"][m]) for run in r["runs"]], d)
+            return mean_std([float(run["metrics"][m]) for run in r["runs"]], d)
         rows.append([name, v(metric, digits), v("imbalance_mean"), v("imbalance_first_half"),
                      v("imbalance_second_half"), v("tv_consecutive", 3), v("tv_noise_floor", 3), v("tv_over_noise", 1),
                      v("spearman_consecutive"), v("spearman_lagged"), v("hot_expert_changes", 1),
-                     v("dropped_fraction", 3), f"{r['wall_seconds'] / 60:.1f} min"])
+                     v("dropped_fraction", 3), minutes(r["wall_seconds"])])
     return Table(header, rows)
 
 
@@ -109,16 +105,6 @@ def char_premise_blocks(records: dict[str, dict[str, Any]], folder: Path) -> lis
             premise_table(records, dataset), protocol_words(records, dataset),
             Figure("premise_tinyshakespeare.png", draw=lambda: plot_premise(records, folder),
                    caption="premise_tinyshakespeare", dpi=110)]
-
-
-def comparison_table(claims: list[Claim]) -> Table:
-    """The premise side by side: per dataset, each claim's verdict, its evidence and the scale it was reached at."""
-    premise = [c for c in claims if c.id in ("imbalance", "fluctuation") and c.dataset in NAMES]
-    rows = [[NAMES[c.dataset], c.id, c.display_status, c.evidence, c.scale]
-            for c in sorted(premise, key=lambda c: list(NAMES).index(c.dataset))]
-    return Table(["dataset", "claim", "status", "evidence", "scale"], rows,
-                 note="The same rule and code per dataset (paper.yaml claims imbalance and fluctuation, "
-                      "replications/flexmoe/measures.py).")
 
 
 def simulation_blocks(sim: dict[str, Any], sim_summary: dict[str, Any]) -> list[Any]:
@@ -172,12 +158,9 @@ def a2a_blocks(a2a_raw: dict[str, Any] | None, a2a: dict[str, Any]) -> list[Any]
 
 
 def plot_premise(records: dict[str, dict[str, Any]], folder: Path) -> Any:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     from replications.flexmoe import stats
+
+    plt = pyplot()
 
     fig, axes = plt.subplots(1, 3, figsize=(16, 4.2))
     for name, r in records.items():
@@ -205,16 +188,11 @@ def plot_premise(records: dict[str, dict[str, Any]], folder: Path) -> Any:
     axes[2].set(title=f"{first['model']} seed {run['seed']} layer 0: load share per window",
                 xlabel="window", ylabel="expert")
     fig.colorbar(im, ax=axes[2])
-    fig.tight_layout()
-    return fig
+    return tight(fig)
 
 
 def plot_simulation(sim_summary: dict[str, Any]) -> Any:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     links = sorted({e["link"] for e in sim_summary.values()})
     fig, axes = plt.subplots(1, len(links), figsize=(5.5 * len(links), 4.2), squeeze=False)
     policies = list(POLICY_NAMES)
@@ -228,16 +206,11 @@ def plot_simulation(sim_summary: dict[str, Any]) -> Any:
         ax.axhline(1.0, color="grey", lw=0.8)
         ax.set(title=f"MODELLED speed-up over static, link {link}", ylabel="static time / policy time")
     axes[0][0].legend(fontsize=7)
-    fig.tight_layout()
-    return fig
+    return tight(fig)
 
 
 def plot_a2a(a2a_raw: dict[str, Any]) -> Any:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6, 4))
     names = list(a2a_raw["placements"])
     shares = sorted({r["hot_share"] for r in a2a_raw["rows"]})
@@ -249,8 +222,7 @@ def plot_a2a(a2a_raw: dict[str, Any]) -> Any:
     ax.set(title="MEASURED dispatch + combine on the 2 x 2 testbed", xlabel="share of tokens to expert 0",
            ylabel="median ms")
     ax.legend()
-    fig.tight_layout()
-    return fig
+    return tight(fig)
 
 
 def build(results: PaperResults) -> PaperReport | None:
@@ -286,7 +258,7 @@ def build(results: PaperResults) -> PaperReport | None:
     else:
         blocks += ["## 1. The premise, measured", "WikiText-2: no complete records."]
     if ts:
-        blocks += [*char_premise_blocks(ts, folder), "### The premise per dataset", comparison_table(claims)]
+        blocks += char_premise_blocks(ts, folder)
     else:
         blocks += [f"Tiny Shakespeare (character level): not run yet ({RUN_TS})."]
     if sim is not None:
@@ -295,6 +267,5 @@ def build(results: PaperResults) -> PaperReport | None:
     blocks += ["## How each claim was tested",
                Table(["claim", "tested as"], [[s.short, s.notes or s.not_testable] for s in load_claims(PAPER)],
                      note="The rule and the measured effect of each are under Verdicts."),
-               f"Hardware: {any_r['environment']['hardware']['cpu']}, "
-               f"{any_r['environment']['hardware']['torch_threads']} torch thread(s) per run, shared 2-core machine."]
+               hardware_line(any_r["environment"]["hardware"], "shared 2-core machine")]
     return PaperReport(blocks=blocks, claims=claims, data={"simulation_summary": sim_summary, "testbed": a2a})
