@@ -201,8 +201,14 @@ def with_official(paper: dict[str, Any], entries: list[dict[str, Any]]) -> dict[
     if not entries:
         return paper
     keys = {(e["dataset"], e["model"], e["metric"]) for e in entries}
-    kept = [e for e in paper["reported"]
-            if not (e["kind"] == "authors_code_run" and (e["dataset"], e["model"], e["metric"]) in keys)]
+    replaced = {(e["dataset"], e["model"], e["metric"]): e for e in paper["reported"]
+                if e["kind"] == "authors_code_run" and (e["dataset"], e["model"], e["metric"]) in keys}
+    kept = [e for e in paper["reported"] if (e["dataset"], e["model"], e["metric"]) not in replaced
+            or e["kind"] != "authors_code_run"]
+    # A hand-written entry's caveat (what a reader must know about the official runs) stays with the record's value.
+    caveats = {k: e["caveat"] for k, e in replaced.items() if e.get("caveat")}
+    entries = [{**e, "caveat": caveats[k]} if (k := (e["dataset"], e["model"], e["metric"])) in caveats else e
+               for e in entries]
     return {**paper, "reported": kept + entries}
 
 
@@ -278,6 +284,7 @@ def compare(
                 "difference": diff,
                 "status": status,
                 "other_references": others,
+                **({"caveat": ref["caveat"]} if ref.get("caveat") else {}),  # shown beside the status
             }
         )
     return rows

@@ -52,6 +52,7 @@ class Row:
     threads: int | None
     wall_seconds: float
     commits: tuple[str, ...] = ()  # the commits whose code ran the seeds (short hashes)
+    caveat: str = ""  # what a reader must know about the reference (paper.yaml `caveat:`), shown beside the status
 
 
 @dataclass(frozen=True)
@@ -170,7 +171,7 @@ def rows_of(record: dict[str, Any], paper: dict[str, Any] | None) -> list[Row]:
             verified=c.get("verified"), difference=c.get("difference"), status=c["status"],
             others=tuple(c.get("other_references") or ()), missing_seeds=tuple(record.get("missing_seeds") or ()),
             cpus=record_cpus(record), gpu=hardware.get("gpu"), threads=hardware.get("torch_threads"),
-            wall_seconds=record.get("wall_seconds", 0.0), commits=record_commits(record))
+            wall_seconds=record.get("wall_seconds", 0.0), commits=record_commits(record), caveat=c.get("caveat") or "")
         for c in comparison if not is_validation(c["metric"]) or c.get("reported") is not None
     ]  # a validation metric with a reference stays: that reference is on validation (nanoGPT has no test part)
 

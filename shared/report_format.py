@@ -43,7 +43,8 @@ def difference(row: Row) -> str:
 
 def source(row: Row) -> str:
     text = row.source or DASH
-    return text + (f" (copied by {row.copied_by})" if row.copied_by else "")
+    text += f" (copied by {row.copied_by})" if row.copied_by else ""
+    return text + (f"; caveat: {row.caveat}" if row.caveat else "")
 
 
 def others(row: Row) -> str:
@@ -55,7 +56,7 @@ def line(row: Row) -> str:
     """One row as the terminal prints it: the same cells as the page's, in one line."""
     kind = f" ({row.kind})" if row.kind else ""
     return (f"  {row.paper}/{row.dataset}/{row.model} {row.metric}: {reproduced(row)} | reference "
-            f"{num(row.reported, row.mean)}{kind} | {row.status}")
+            f"{num(row.reported, row.mean)}{kind} | {row.status}" + (f" (caveat: {row.caveat})" if row.caveat else ""))
 
 
 def claim_line(paper: str, claim: Claim) -> str:
@@ -217,7 +218,8 @@ def scale_words(claim: Claim) -> str:
 def row_evidence(row: Row) -> str:
     if row.reported is None:
         return f"{num(row.mean, row.mean)} ± {num(row.std, row.mean)}, {NO_REFERENCE}"
-    return f"{num(row.mean, row.mean)} vs {num(row.reported, row.mean)} ({row.kind or 'stored'})"
+    caveat = f"; caveat: {row.caveat}" if row.caveat else ""
+    return f"{num(row.mean, row.mean)} vs {num(row.reported, row.mean)} ({row.kind or 'stored'}){caveat}"
 
 
 def _row_verdict(row: Row) -> Verdict:

@@ -145,7 +145,8 @@ def _numbers_table(report: Report) -> str:
         for i, r in enumerate(f.number_rows(s)):
             counts = f'<br><span class="meta" title="{_e(f.COUNTS_HEADER)}">{_e(f.counts(s))}</span>' if i == 0 else ""
             reference = _e(f.num(r.reported, r.mean)) + (f" {_kind(r.kind)}" if r.kind else "")
-            rows.append([f'<a href="#{_e(s.paper)}">{_e(s.paper)}</a>{counts}', _status(r.status),
+            caveat = f'<br><span class="meta">caveat: {_e(r.caveat)}</span>' if r.caveat else ""
+            rows.append([f'<a href="#{_e(s.paper)}">{_e(s.paper)}</a>{counts}', _status(r.status) + caveat,
                          f"<code>{_e(r.metric)}</code> {_e(r.model)} on {_e(r.dataset)}", _e(f.reproduced(r)),
                          reference])
     return _table(["paper", "status", "number", "reproduced (mean ± std, n)", "reference (kind)"], rows,

@@ -54,7 +54,8 @@ def _numbers_table(report: Report) -> list[str]:
     rows = []
     for s in report.papers:
         for i, r in enumerate(f.number_rows(s)):
-            rows.append([f"[{s.paper}](#{s.paper})", status_cell(r.status), r.dataset, r.model, r.metric,
+            caveat = f" (caveat: {r.caveat})" if r.caveat else ""
+            rows.append([f"[{s.paper}](#{s.paper})", status_cell(r.status) + caveat, r.dataset, r.model, r.metric,
                          f.reproduced(r), f.num(r.reported, r.mean), f"`{r.kind}`" if r.kind else f.DASH,
                          f.counts(s) if i == 0 else ""])
     return _table(["paper", "status", "dataset", "model", "metric", "reproduced (mean ± std, n)", "reference", "kind",

@@ -94,3 +94,25 @@ def test_unknown_target_rule_and_missing_run_by_are_refused(tmp_path):
     with pytest.raises(ValueError, match="run_by"):
         load_paper(_write(tmp_path, "{kind: independent_artifacts, dataset: d, model: m, metric: acc, value: 1.0, "
                                     "source: s, verified: true}"))
+
+
+def test_a_hand_written_caveat_stays_with_the_official_value_and_is_shown_beside_the_status():
+    """GAGA's official F1-macro: the value comes from official.json, the caveat (5 of 10 runs collapsed) from
+    paper.yaml; the comparison row, the detail page's source cell and the terminal line all carry it."""
+    from shared.reference import compare, with_official
+    from shared.report_data import rows_of
+    from shared.report_format import line, source
+
+    paper = {"title": "toy", "tolerances": {"f1": 1.0}, "reported": [
+        {"dataset": "d", "model": "m", "metric": "f1", "value": None, "kind": "authors_code_run", "verified": True,
+         "source": "official.json", "caveat": "5 of 10 official runs collapsed"}]}
+    official = [{"dataset": "d", "model": "m", "metric": "f1", "value": 54.3, "std": 10.0, "n": 10,
+                 "kind": "authors_code_run", "verified": True, "source": "official run"}]
+    merged = with_official(paper, official)
+    agg = {"f1": {"mean": 64.4, "std": 1.0, "n": 10, "ci95_low": 63.7, "ci95_high": 65.1}}
+    row = compare(merged, "d", "m", agg)[0]
+    assert row["status"] == "not reproduced" and row["caveat"] == "5 of 10 official runs collapsed"
+    assert "caveat" not in compare(with_official({**paper, "reported": []}, official), "d", "m", agg)[0]
+    record = {"paper": "toy", "dataset": "d", "model": "m", "comparison": [row], "aggregate": agg, "runs": []}
+    (shown,) = rows_of(record, None)
+    assert "caveat: 5 of 10 official runs collapsed" in source(shown) and "(caveat: 5 of 10" in line(shown)
