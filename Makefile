@@ -10,7 +10,7 @@ PAPERS := $(patsubst replications/%/paper.yaml,%,$(wildcard replications/*/paper
 # `make replicate-pshgcn dataset=acm` narrows a replication to one dataset (or model=...).
 NARROW := $(if $(dataset),dataset=$(dataset)) $(if $(model),model=$(model))
 
-.PHONY: venv test smoke report readme-times verify lint clean-cache $(addprefix replicate-,$(PAPERS))
+.PHONY: venv test smoke report readme-times verify lint clean-cache gpu-check gpu-merge $(addprefix replicate-,$(PAPERS))
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml constraints.txt
@@ -79,11 +79,17 @@ readme-times: venv
 	$(PY) -m shared.readme_times $(if $(load),--load "$$load")
 
 # Hydra multirun over the grid in conf/sweep/<paper>.yaml (or SWEEP=<name>: conf/sweep/<name>.yaml; override its
-# dataset with dataset=...).
-# Then shared.sweep ranks the settings on the paper's validation metric (the newest multirun folder).
+# dataset with dataset=..., any key with key=value). shared.sweep_grid first checks every job's config (a bad grid
+# value: one line, exit 2, before any job starts) and names the sweep folder; shared.sweep then ranks that folder on
+# the paper's validation metric, also after a failed or interrupted multirun (the finished jobs; the failed, diverged
+# and never-run ones listed under the ranking), and the target then fails with the multirun's status (issue 38).
+SWEEP_OVERRIDES = paper=$* +sweep=$(or $(SWEEP),$*) $(NARROW) $(CLI_OVERRIDES) $(ARGS)
 sweep-%: venv
-	$(PY) -m replications --multirun paper=$* +sweep=$(or $(SWEEP),$*) $(NARROW) $(ARGS)
-	$(PY) -m shared.sweep $$(ls -td multirun/*/* | head -1)
+	@dir=$$($(PY) -m shared.sweep_grid $(SWEEP_OVERRIDES)) || exit $$?; trap 'interrupted=1' INT; status=0; \
+	$(PY) -m replications --multirun $(SWEEP_OVERRIDES) "hydra.sweep.dir=$$dir" || status=$$?; \
+	ranked=0; $(PY) -m shared.sweep "$$dir" || ranked=$$?; \
+	if [ $$status -ne 0 ]; then echo "error: the multirun stopped (exit $$status); the ranking above covers the jobs" \
+	"that finished in $$dir" >&2; test -n "$$interrupted" || exit $$status; fi; exit $$ranked
 
 # The authors' code at its pinned commit (paper.yaml `official:`), its own venv under the cache, one run per seed:
 # make official-gaga dataset=tolokers [seeds=0,1] [jobs=2] -> results/<paper>/<dataset>/official.json (a seeds= subset
@@ -100,6 +106,18 @@ bench-%: venv
 # Flat vs hierarchical all-to-all on the emulated multi-node cluster (root + ip netns; results/moe/COMM_BENCHMARK.md).
 bench-moe-comm: venv
 	$(PY) -m replications.moe.bench_comm --out results/moe $(ARGS)
+
+# One GPU window (issue 40): the parts of conf/gpu_check.yaml in plan order within BUDGET_S seconds of work (default
+# the plan's 660), each under its own budget, records with the GPU's provenance in OUT (default
+# outputs/gpu_check/<run id>). make gpu-check PART=rep runs one part; DEVICE=cpu runs every part at its tiny size.
+# make gpu-merge RUN=outputs/gpu_check/<run id> [FORCE=1] brings the finished parts into results/ (shared.merge).
+gpu-check: venv
+	$(PY) -m shared.gpu_check --device $(or $(DEVICE),cuda) $(if $(PART),--part $(PART)) \
+	$(if $(BUDGET_S),--budget-s $(BUDGET_S)) $(if $(OUT),--out $(OUT))
+
+gpu-merge: venv
+	@test -n "$(RUN)" || { echo "name the run: make gpu-merge RUN=outputs/gpu_check/<run id>" >&2; exit 2; }
+	$(PY) -m shared.gpu_check merge $(RUN) $(if $(FORCE),--force)
 
 # Empties the data cache ($REPLICATIONS_CACHE, default ~/.cache/replications) only when the suite's marker file says
 # it is the suite's (shared.cache_marker), and says what it removed. Standard library only: no venv needed.

@@ -30,8 +30,10 @@ def test_settings_are_averaged_over_seeds_and_ranked_on_validation(tmp_path, mod
     _job(tmp_path, 3, ["lr=0.2", "seed=2"], 0.55, 0.9, mode)
     (tmp_path / "4" / ".hydra").mkdir(parents=True)  # a job that died before writing a result
     (tmp_path / "4" / ".hydra" / "overrides.yaml").write_text("- lr=0.3\n- seed=1\n")
-    metric, got_mode, rows = rank(jobs(tmp_path))
-    assert metric == "val_x" and len(rows) == 2 and rows[0]["seeds"] == [1, 2]
+    ranking = rank(jobs(tmp_path))
+    rows = ranking.rows
+    assert ranking.metric == "val_x" and len(rows) == 2 and rows[0]["seeds"] == [1, 2]
+    assert [(j.name, j.problem) for j in ranking.unranked] == [("4", "failed")]  # listed under the ranking, not dropped
     best = rows[0]["setting"]["lr"]
     assert best == ("0.1" if mode is None else "0.2")  # max: mean 0.6 beats 0.55; min: 0.55 beats 0.6
     assert rows[0]["metrics"]["val_x"] == pytest.approx(0.6 if mode is None else 0.55)
