@@ -193,11 +193,8 @@ def test_the_premise_is_judged_per_dataset_and_wikitext2_keeps_its_verdicts(tmp_
     assert "window: steps 101-200 of 200" in imb.evidence and "per setting: switch_e8" in flu.evidence
     assert [f.name for f in page.figures()] == ["premise.png", "premise_tinyshakespeare.png"]
     assert all(f.draw().get_axes() for f in page.figures())
-    table = next(b for b in page.blocks if getattr(b, "header", [None])[0] == "dataset")
-    assert [r[:3] for r in table.rows] == [["WikiText-2", "imbalance", "supported"],
-                                           ["WikiText-2", "fluctuation", "supported"],
-                                           ["Tiny Shakespeare", "imbalance", "supported"],
-                                           ["Tiny Shakespeare", "fluctuation", "contradicted"]]
+    # the per-dataset premise verdicts are the Verdicts table's rows (premise() above); no second copy on the page
+    assert not any(getattr(b, "header", [None])[0] == "dataset" for b in page.blocks)
 
 
 @pytest.mark.filterwarnings("ignore:An input array is constant", "ignore:Mean of empty slice")
