@@ -195,3 +195,19 @@ def test_margin_per_dataset_window_in_the_rule_and_ratios_unsigned(tmp_path):
     out = KINDS["ratio"]({"arms": ["x", "y"], "claimed": "negative"}, _samples([1, 1, 1], [2, 2, 2]))
     assert "ratio - 1 < 0" in out.rule
     assert effect_text(1.37, 1.31, 1.54, 5, "x", "range", signed=False) == "1.37 [1.31, 1.54] x (range, n = 5)"
+
+
+def test_official_pairs_pair_the_official_record_seed_by_seed_or_say_how_to_make_it(tmp_path):
+    from shared.claims.official import pairs
+    from shared.claims.spec import parse_claim
+
+    spec = parse_claim({"id": "agree", "text": "t", "short": "s", "source": "x", "source_kind": "suite", "verified": True,
+                        "claim_scale": {"text": "unknown"}, "per_dataset": ["d"],
+                        "judge": {"kind": "within_tolerance", "metric": "f1", "tolerance": 1.0, "arms": ["m", "official"],
+                                  "measure": "shared.claims.official:pairs"}}, "toy", "paper.yaml")
+    results = PaperResults("toy", tmp_path / "toy", {("d", "m"): _record("m", {1: 70.0, 2: 71.0})})
+    assert pairs(results, "d", spec) == "no official-code record: make official-toy dataset=d"
+    (tmp_path / "toy" / "d").mkdir(parents=True)
+    (tmp_path / "toy" / "d" / "official.json").write_text(
+        '{"runs": [{"seed": 1, "metrics": {"f1": 70.5}}, {"seed": 2, "metrics": {"f1": 70.5}}]}')
+    assert pairs(results, "d", spec) == {"m": {1: 70.0, 2: 71.0}, "official": {1: 70.5, 2: 70.5}}

@@ -15,24 +15,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from shared.claims import ClaimSpec
-from shared.official.compare import per_seed
+from shared.claims import ClaimSpec, official
 from shared.paper_report import PaperResults
-from shared.records import OFFICIAL_NAME
 
 Samples = dict[str, dict[Any, float]]
-
-
-def official_pairs(results: PaperResults, dataset: str | None, spec: ClaimSpec) -> Samples | str:
-    """{suite arm: {split: value}, "official": {split: value}} of judge.metric; a reason where a side is missing."""
-    suite_arm, official_arm = spec.arms
-    official, suite = results.side_file(f"{dataset}/{OFFICIAL_NAME}"), results.record(dataset, suite_arm)
-    if official is None:
-        return f"no official-code record: make official-gaga dataset={dataset}"
-    if suite is None:
-        return f"no record of {suite_arm} on {dataset}: make replicate-gaga dataset={dataset}"
-    metric = spec.judge["metric"]
-    return {suite_arm: per_seed(suite, metric), official_arm: per_seed(official, metric)}
 
 
 def collapsed(official: dict[int, float], below: float) -> list[int]:
@@ -41,8 +27,8 @@ def collapsed(official: dict[int, float], below: float) -> list[int]:
 
 
 def healthy_official_pairs(results: PaperResults, dataset: str | None, spec: ClaimSpec) -> Samples | str:
-    """official_pairs without the official runs whose threshold selection collapsed."""
-    pairs = official_pairs(results, dataset, spec)
+    """shared.claims.official.pairs without the official runs whose threshold selection collapsed."""
+    pairs = official.pairs(results, dataset, spec)
     if isinstance(pairs, str):
         return pairs
     official_arm = spec.arms[1]
