@@ -203,11 +203,11 @@ def test_official_pairs_pair_the_official_record_seed_by_seed_or_say_how_to_make
 
     spec = parse_claim({"id": "agree", "text": "t", "short": "s", "source": "x", "source_kind": "suite", "verified": True,
                         "claim_scale": {"text": "unknown"}, "per_dataset": ["d"],
-                        "judge": {"kind": "within_tolerance", "metric": "f1", "tolerance": 1.0, "arms": ["m", "official"],
+                        "judge": {"kind": "within_tolerance", "metric": "loss", "tolerance": 1.0, "arms": ["m", "official"],
                                   "measure": "shared.claims.official:pairs"}}, "toy", "paper.yaml")
     results = PaperResults("toy", tmp_path / "toy", {("d", "m"): _record("m", {1: 70.0, 2: 71.0})})
     assert pairs(results, "d", spec) == "no official-code record: make official-toy dataset=d"
     (tmp_path / "toy" / "d").mkdir(parents=True)
     (tmp_path / "toy" / "d" / "official.json").write_text(
-        '{"runs": [{"seed": 1, "metrics": {"f1": 70.5}}, {"seed": 2, "metrics": {"f1": 70.5}}]}')
+        '{"runs": [{"seed": 1, "metrics": {"loss": 70.5}}, {"seed": 2, "metrics": {"loss": 70.5}}]}')
     assert pairs(results, "d", spec) == {"m": {1: 70.0, 2: 71.0}, "official": {1: 70.5, 2: 70.5}}
