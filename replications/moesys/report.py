@@ -10,6 +10,7 @@ from typing import Any
 
 from replications.moesys.measures import DATASET, paired_ratios
 from shared.claims import paper_claims
+from shared.page_blocks import commit_text, minutes, num, pyplot, tight
 from shared.paper_report import Block, Figure, PaperReport, PaperResults, Table
 
 PAPER = Path(__file__).with_name("paper.yaml")
@@ -19,10 +20,6 @@ GPU_GLOB = "gpu/ring_*.json"  # what gpu_ring.py writes, copied beside the resul
 
 def _train(record: dict[str, Any]) -> dict[str, Any]:
     return record["runs"][0]["train"]
-
-
-def _fmt(x: float | None, spec: str = ".0f") -> str:
-    return "-" if x is None else format(x, spec)
 
 
 def ring_blocks(train: dict[str, Any]) -> list[Block]:
@@ -43,18 +40,14 @@ def ring_blocks(train: dict[str, Any]) -> list[Block]:
         for r in s["rows"]:
             ratio = r["tokens_per_s"] / r["modelled_tokens_per_s"] if r["modelled_tokens_per_s"] else None
             rows.append([r["config"], r["storage"] or "-", f"{r['tokens_per_s']:.0f}",
-                         _fmt(r["modelled_tokens_per_s"]), _fmt(ratio, ".2f"), _fmt(r.get("loads_per_pass"), ".1f"),
-                         _fmt(r.get("read_gb_per_s"), ".2f")])
+                         num(r["modelled_tokens_per_s"], 0, "-"), num(ratio, 2, "-"), num(r.get("loads_per_pass"), 1, "-"),
+                         num(r.get("read_gb_per_s"), 2, "-")])
         blocks.append(Table(header, rows))
     return blocks
 
 
 def plot_ring(train: dict[str, Any]) -> Any:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     settings = train["settings"]
     fig, axes = plt.subplots(1, len(settings), figsize=(4.6 * len(settings), 3.8), squeeze=False)
     for ax, s in zip(axes[0], settings, strict=True):
@@ -74,16 +67,11 @@ def plot_ring(train: dict[str, Any]) -> Any:
     axes[0][0].legend(fontsize=7)
     fig.suptitle("Ring-memory inference on CPU: measured (solid) vs modelled sum_i max(compute_i, load_i+k-1) (dashed)",
                  fontsize=9)
-    fig.tight_layout()
-    return fig
+    return tight(fig)
 
 
 def plot_elastic(train: dict[str, Any]) -> Any:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     t = train
     fig, ax = plt.subplots(figsize=(7, 3.8))
     steps = [r["step"] for r in t["curve"]]
@@ -100,8 +88,7 @@ def plot_elastic(train: dict[str, Any]) -> Any:
     ax.set(xlabel="step", ylabel="training loss (nats/token)",
            title="Elastic EP training: a rank leaves and rejoins (torchrun, gloo)")
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    return fig
+    return tight(fig)
 
 
 def gpu_blocks(results: PaperResults) -> list[Block]:
@@ -115,7 +102,7 @@ def gpu_blocks(results: PaperResults) -> list[Block]:
     for name in names:
         g = results.side_file(name)
         blocks += [f"`{Path(name).name}`: {g['device']}, pinned host memory {g['pinned_host_memory']}, outputs "
-                   f"{'bit-identical' if g['exact'] else 'DIFFER'}; commit {str(g['environment']['git_commit'])[:10]}.",
+                   f"{'bit-identical' if g['exact'] else 'DIFFER'}; {commit_text(g['environment'])}.",
                    *ring_blocks(g)]
     return blocks
 
@@ -143,8 +130,8 @@ def ring_section(record: dict[str, Any]) -> list[Block]:
             *ring_blocks(t),
             f"Hardware: {env['hardware']['cpu']}, {env['hardware']['cpu_count']} cores; load average "
             f"{t['load_average_before']} before, {t['load_average_after']} after (1/5/15 min). "
-            f"Command `{env['command']}` at commit {str(env['git_commit'])[:10]} (dirty: {env['git_dirty']}); "
-            f"torch {env['versions'].get('torch')}; wall {record['wall_seconds'] / 60:.1f} min.",
+            f"Command `{env['command']}` at {commit_text(env)}; torch {env['versions'].get('torch')}; "
+            f"wall {minutes(record['wall_seconds'])}.",
             Figure("ring_throughput.png", draw=lambda: plot_ring(t), caption="ring throughput", dpi=110)]
 
 
@@ -162,7 +149,7 @@ def elastic_section(record: dict[str, Any]) -> list[Block]:
             f"(uniform {t['uniform_loss']:.3f}, chain entropy {t['chain_entropy']:.3f}). Wall time "
             f"{t.get('seconds', record['wall_seconds']):.0f} s, mostly process start-up and rendezvous on a shared "
             "2-core machine.",
-            f"Command `{env['command']}` at commit {str(env['git_commit'])[:10]} (dirty: {env['git_dirty']}).",
+            f"Command `{env['command']}` at {commit_text(env)}.",
             Figure("elastic_curve.png", draw=lambda: plot_elastic(t), caption="elastic curve", dpi=110)]
 
 
