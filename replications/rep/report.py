@@ -10,22 +10,18 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from statistics import mean, stdev
+from statistics import mean
 from typing import Any
 
 from replications.rep.measures import base_verdicts, converged
 from shared.claims import load_claims, paper_claims
+from shared.page_blocks import agg_text, interval, mean_std, pyplot, tight
 from shared.paper_report import Figure, PaperReport, PaperResults, Table
 
 PAPER = Path(__file__).with_name("paper.yaml")
 METRICS = ("mrr", "hits1", "hits3", "hits10")
 TITLE = "# REP: base KGE models before and after relation-based embedding propagation"
 BUDGET = "budget"  # the folder of budget curves beside the results (python -m replications.rep.budget --out)
-
-
-def pm(agg: dict[str, Any], key: str, digits: int = 3) -> str:
-    a = agg[key]
-    return f"{a['mean']:.{digits}f} ± {a['std']:.{digits}f}"
 
 
 def base_label(record: dict[str, Any]) -> str:
@@ -39,10 +35,6 @@ def base_label(record: dict[str, Any]) -> str:
     return f"toy: dim {hp.get('dim', '?')}, {runs[0]['train'].get('steps', '?')} steps{at}"
 
 
-def _sd(values: list[float]) -> float:
-    return stdev(values) if len(values) > 1 else 0.0  # the suite's sample std; one seed has no spread
-
-
 def row(record: dict[str, Any]) -> list[str]:
     agg, runs = record["aggregate"], record["runs"]
     rep = runs[0]["train"]["rep"]
@@ -51,9 +43,9 @@ def row(record: dict[str, Any]) -> list[str]:
     cells = [record["dataset"], record["model"], base_label(record),
              f"{rep['alpha']} / {rep['khop']}" + (" (deg)" if rep["neighbor_norm"] else "")]
     for m in METRICS:
-        cells += [pm(agg, f"test_{m}_base"), pm(agg, f"test_{m}_rep"), f"{agg[f'test_{m}_delta']['mean']:+.3f}"]
-    return cells + [pm(agg, "val_mrr_base"), pm(agg, "val_mrr_rep"), f"{mean(train_s):.0f} ± {_sd(train_s):.0f}",
-                    f"{mean(rep_s):.1f} ± {_sd(rep_s):.1f}", f"{100 * mean(rep_s) / mean(train_s):.1f}%", str(len(runs))]
+        cells += [agg_text(agg[f"test_{m}_base"], 3), agg_text(agg[f"test_{m}_rep"], 3), f"{agg[f'test_{m}_delta']['mean']:+.3f}"]
+    return cells + [agg_text(agg["val_mrr_base"], 3), agg_text(agg["val_mrr_rep"], 3), mean_std(train_s, 0),
+                    mean_std(rep_s, 1), f"{100 * mean(rep_s) / mean(train_s):.1f}%", str(len(runs))]
 
 
 def before_after(records: list[dict[str, Any]]) -> Table:
@@ -104,11 +96,7 @@ def curve_table(records: list[dict[str, Any]]) -> Table:
 
 
 def plot_curves(records: list[dict[str, Any]]) -> Any:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     fig, axes = plt.subplots(1, max(1, len(records)), figsize=(5.2 * max(1, len(records)), 3.8), squeeze=False)
     for ax, r in zip(axes[0], records):
         hours = [p["train_cpu_seconds"] / 3600 for p in r["points"]]
@@ -121,8 +109,7 @@ def plot_curves(records: list[dict[str, Any]]) -> Any:
                xlabel="training CPU time (hours, 1 thread; evaluation excluded)", ylabel="filtered MRR")
         ax.legend(fontsize=8, loc="lower right")
         ax.grid(alpha=0.3)
-    fig.tight_layout()
-    return fig
+    return tight(fig)
 
 
 def steps_blocks(b: dict[str, Any]) -> list[str | Table]:
@@ -175,7 +162,7 @@ def cost_blocks(results: PaperResults) -> tuple[list[Any], dict[str, Any]]:
 
 def verdict_table(rows: list[dict[str, Any]], margin: float) -> Table:
     cells = [[v["dataset"], v["model"], f"{v['base_test_mrr']:.4f}", f"{v['delta']:+.4f}",
-              f"[{v['ci95'][0]:+.4f}, {v['ci95'][1]:+.4f}]", v["interval"], v["effect"], v["status"]] for v in rows]
+              interval(*v["ci95"], 4, signed=True), v["interval"], v["effect"], v["status"]] for v in rows]
     return Table(["dataset", "model", "base test MRR", "Δ test MRR (REP − base)", "95% interval", "interval over",
                   "effect", "status"], cells,
                  title="REP on converged bases: the claim per (dataset, model)",
@@ -186,11 +173,7 @@ def verdict_table(rows: list[dict[str, Any]], margin: float) -> Table:
 
 def plot_validation(records: list[dict[str, Any]]) -> Any:
     """Each converged seed's validation-MRR curve (the early stopping's evaluations) and where it stopped."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     fig, axes = plt.subplots(1, max(1, len(records)), figsize=(4.6 * max(1, len(records)), 3.6), squeeze=False)
     for ax, r in zip(axes[0], records):
         for run in r["runs"]:
@@ -200,8 +183,7 @@ def plot_validation(records: list[dict[str, Any]]) -> Any:
         ax.set(title=f"{r['dataset']} {r['model']}", xlabel="epoch", ylabel="filtered validation MRR")
         ax.legend(fontsize=8, loc="lower right")
         ax.grid(alpha=0.3)
-    fig.tight_layout()
-    return fig
+    return tight(fig)
 
 
 def build(results: PaperResults) -> PaperReport | None:
