@@ -12,7 +12,8 @@ import numpy as np
 
 from replications.mmlayout.measures import arm_interval, common_seeds, curves, paired, per_doc, seed_details
 from shared.claims import paper_claims
-from shared.paper_report import Claim, Figure, PaperReport, PaperResults, Table
+from shared.page_blocks import interval, num, pyplot, tight
+from shared.paper_report import Figure, PaperReport, PaperResults, Table
 
 PAPER = Path(__file__).with_name("paper.yaml")
 ARMS = ("mmlayout_control", "mmlayout", "mmlayout_oracle")
@@ -42,10 +43,6 @@ def unit_statistics(line_overlap: float, line_gap: float) -> dict[str, Any]:
         out[split] = {"forms": len(forms), "words": words, "lines": lines, "segments": segs,
                       "lines_within_one_segment": pure / max(lines, 1), "segments_over_several_lines": split_segs / max(segs, 1)}
     return out
-
-
-def fmt(x: float, digits: int = 2) -> str:
-    return f"{x:.{digits}f}"
 
 
 def summarise(records: dict[str, dict[str, Any]], details: dict[str, dict[int, dict[str, Any]]],
@@ -87,11 +84,11 @@ def arm_table(records: dict[str, dict[str, Any]], summary: dict[str, Any]) -> Ta
         r = records[name]
         a = r["aggregate"]
         rows.append([LABELS[name], r["config"]["model"]["units"],
-                     f"**{fmt(t['f1_mean'])} ± {fmt(t['f1_std'] or 0.0)}** (n={len(t['f1_per_seed'])})",
-                     ", ".join(fmt(x) for x in t["f1_per_seed"]), f"[{fmt(t['ci95'][0])}, {fmt(t['ci95'][1])}]",
-                     fmt(a["test_precision"]["mean"]), fmt(a["test_recall"]["mean"]),
-                     f"{fmt(a['test_f1_header']['mean'], 1)} / {fmt(a['test_f1_question']['mean'], 1)} / "
-                     f"{fmt(a['test_f1_answer']['mean'], 1)}", f"{t['parameters'] / 1e6:.3f}",
+                     f"**{num(t['f1_mean'])} ± {num(t['f1_std'] or 0.0)}** (n={len(t['f1_per_seed'])})",
+                     ", ".join(num(x) for x in t["f1_per_seed"]), interval(*t["ci95"]),
+                     num(a["test_precision"]["mean"]), num(a["test_recall"]["mean"]),
+                     f"{num(a['test_f1_header']['mean'], 1)} / {num(a['test_f1_question']['mean'], 1)} / "
+                     f"{num(a['test_f1_answer']['mean'], 1)}", f"{t['parameters'] / 1e6:.3f}",
                      f"{t['parameters_new'] / 1e6:.3f}", f"{t['units_per_window']:.0f}",
                      f"{t['train_seconds_mean'] / 60:.1f} min"])
     return Table(header, rows)
@@ -100,24 +97,22 @@ def arm_table(records: dict[str, dict[str, Any]], summary: dict[str, Any]) -> Ta
 def difference_table(summary: dict[str, Any]) -> Table:
     return Table(["difference", "mean over seeds", "per seed", "doc-bootstrap 95% CI", "std of per-seed differences"],
                  [[key, f"{d['mean']:+.2f}", ", ".join(f"{x:+.2f}" for x in d["per_seed"]),
-                   f"[{d['ci95'][0]:+.2f}, {d['ci95'][1]:+.2f}]", f"{d['seed_std']:.2f}"]
+                   interval(*d["ci95"], signed=True), f"{d['seed_std']:.2f}"]
                   for key, d in summary["differences"].items()])
 
 
-def verdict_text(summary: dict[str, Any], claim: Claim) -> str:
+def noise_text(summary: dict[str, Any]) -> str:
+    """The control's seed and test-set noise, and the oracle's gap (the claim's verdict is in the Verdicts table)."""
     lines = []
     noise = summary["noise"]
-    if claim.effect is not None:
-        lines.append(f"**Verdict (mmLayout vs control, the claim): {claim.display_status} at this scale.** "
-                     f"{claim.evidence}.")
     if noise is not None:
-        lines.append(f"Noise floor: the control varies by {fmt(noise['control_seed_std'] or 0.0)} F1 across seeds (std), "
-                     f"and the test set alone gives its seed-mean F1 a ±{fmt(noise['control_doc_ci_halfwidth'])} 95% "
+        lines.append(f"Noise floor: the control varies by {num(noise['control_seed_std'] or 0.0)} F1 across seeds (std), "
+                     f"and the test set alone gives its seed-mean F1 a ±{num(noise['control_doc_ci_halfwidth'])} 95% "
                      "interval.")
     oracle = summary["differences"].get("mmlayout_oracle - mmlayout_control")
     if oracle is not None:
         lines.append(f"Oracle (annotated segments = the entities, so it is told the boundaries; never the result): "
-                     f"{oracle['mean']:+.2f} F1 over the control [{oracle['ci95'][0]:+.2f}, {oracle['ci95'][1]:+.2f}].")
+                     f"{oracle['mean']:+.2f} F1 over the control {interval(*oracle['ci95'], signed=True)}.")
     return "\n".join(lines)
 
 
@@ -127,7 +122,7 @@ def curve_text(curve: dict[str, list[dict[str, float]]]) -> str | None:
         return None
     return "\n".join([
         "Learning curve (test F1 after each epoch of the curve seed; selects nothing, `learning_curve.png`): "
-        + "; ".join(f"{n}: " + ", ".join(fmt(p["test_f1"], 1) for p in pts) for n, pts in curve.items()),
+        + "; ".join(f"{n}: " + ", ".join(num(p["test_f1"], 1) for p in pts) for n, pts in curve.items()),
         "Gain in the last epoch: " + ", ".join(f"{n} {v:+.1f}" for n, v in last.items())
         + (" - F1 is still rising at this budget: the arms are compared before convergence."
            if any(v > 1.0 for v in last.values()) else "."),
@@ -171,11 +166,7 @@ LEFT_OUT = "\n".join([
 
 
 def plot_f1(summary: dict[str, Any]) -> Any:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     names = [n for n in ARMS if n in summary["arms"]]
     fig, ax = plt.subplots(figsize=(6.4, 3.8))
     for i, n in enumerate(names):
@@ -188,16 +179,11 @@ def plot_f1(summary: dict[str, Any]) -> Any:
     ax.set_ylabel("FUNSD test entity F1 (%)")
     ax.set_title("Mean over seeds, 95% doc-bootstrap CI; x = single seeds", fontsize=9)
     ax.grid(axis="y", alpha=0.3)
-    fig.tight_layout()
-    return fig
+    return tight(fig)
 
 
 def plot_curve(curve: dict[str, list[dict[str, float]]]) -> Any:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(5.2, 3.4))
     for n, pts in curve.items():
         ax.plot([p["epoch"] for p in pts], [p["test_f1"] for p in pts], "o-", label=LABELS[n])
@@ -206,8 +192,7 @@ def plot_curve(curve: dict[str, list[dict[str, float]]]) -> Any:
     ax.set_title("Learning curve of the curve seed (selects nothing)", fontsize=9)
     ax.legend(fontsize=7)
     ax.grid(alpha=0.3)
-    fig.tight_layout()
-    return fig
+    return tight(fig)
 
 
 def example_arms(details: dict[str, dict[int, dict[str, Any]]], seed: int, doc_id: str) -> dict[str, list[str]]:
@@ -282,7 +267,7 @@ def build(results: PaperResults, units: bool = True) -> PaperReport | None:
         "Std over seeds with ddof=1. The CI of an arm resamples test documents for the seed-mean F1 (test-set noise "
         "only). Parameter counts include the 11.7 M word-embedding table.",
         "## Paired differences (F1 points; same seeds, same documents)", difference_table(summary)]
-    if text := verdict_text(summary, claim):
+    if text := noise_text(summary):
         blocks.append(text)
     blocks.append(Figure("f1_per_arm.png", draw=lambda: plot_f1(summary), caption="test F1 per arm", dpi=130))
     if text := curve_text(summary["curve"]):
