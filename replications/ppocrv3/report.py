@@ -16,6 +16,7 @@ import numpy as np
 
 from replications.ppocrv3 import measures
 from shared.claims import paper_claims
+from shared.page_blocks import num, pyplot, tight
 from shared.paper_report import Figure, PaperReport, PaperResults, Table
 
 PAPER = Path(__file__).with_name("paper.yaml")
@@ -28,7 +29,7 @@ VIEWS = {"lines": "Standard protocol", "words": "Word-split protocol"}
 
 
 def fmt(v: float | None, digits: int = 1) -> str:
-    return "—" if v is None or (isinstance(v, float) and np.isnan(v)) else f"{v:.{digits}f}"
+    return num(v, digits)
 
 
 def ms_pair(m: dict[str, float], prefix: str) -> str:
@@ -157,19 +158,14 @@ def plot_pr(details: dict[str, dict[str, dict]], inter: dict[str, Any] | None = 
             ax.set_title(f"{ds}: {title} (o precision, □ recall)", fontsize=10)
             ax.grid(alpha=0.3)
     fig.suptitle(f"accuracy vs speed, 1 thread; latency from the {source}", fontsize=11)
-    fig.tight_layout()
-    return fig
+    return tight(fig)
 
 
 def plot_examples(ds: str, rows: dict[str, dict]) -> Any:
     """Ground truth (green, don't care yellow) and each engine's output lines (red) on the example images; reads
     the images through the dataset loader (the details hold no machine paths)."""
     import cv2
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     from replications.ppocrv3 import data as pdata
     from shared.data import fetch
 
@@ -194,8 +190,7 @@ def plot_examples(ds: str, rows: dict[str, dict]) -> Any:
                 ax.add_patch(plt.Polygon(np.asarray(poly), fill=False, lw=0.8, ec="red"))
             ax.set_title(f"{LABEL.get(name, name)} — {image_id}", fontsize=9)
             ax.axis("off")
-    fig.tight_layout()
-    return fig
+    return tight(fig)
 
 
 def build(results: PaperResults) -> PaperReport | None:
