@@ -22,6 +22,7 @@ from matplotlib.patches import Rectangle  # noqa: E402
 from replications.ocr.details import run_details
 from replications.ppstructurev2.table import structure_of_html  # noqa: E402
 from shared.claims import paper_claims  # noqa: E402
+from shared.page_blocks import num, reported_value  # noqa: E402
 from shared.paper_report import Figure, PaperReport, PaperResults, Table  # noqa: E402
 from shared.reference import load_paper  # noqa: E402
 from shared.verdict import NOT_TESTABLE  # noqa: E402
@@ -29,13 +30,6 @@ from shared.verdict import NOT_TESTABLE  # noqa: E402
 PAPER = Path(__file__).with_name("paper.yaml")
 # Fact sheet (../shared/papers/ppstructurev2.md): PP-PicoDet with an LCNet backbone, 800 x 608 input, 4 FPN levels.
 FACT_SHEET_LAYOUT = {"input_hw": [800, 608], "fpn_levels": 4}
-
-
-def _ref(paper: dict, dataset: str, model: str, metric: str) -> float | None:
-    for e in paper["reported"]:
-        if (e["dataset"], e["model"], e["metric"]) == (dataset, model, metric) and e["value"] is not None:
-            return float(e["value"])
-    return None
 
 
 def grid(tokens: list[str]) -> list[tuple[int, int, int, int]]:
@@ -135,24 +129,20 @@ def layout_figure(details: dict, wanted: list[str]) -> Any:
     return fig
 
 
-def _f(v: float | None, digits: int = 2) -> str:
-    return "—" if v is None else f"{v:.{digits}f}"
-
-
 def table_section(paper: dict, found: dict[str, dict]) -> list[Any]:
     rows = []
     for ds, d in sorted(found.items()):
         m = d["metrics"]
         rows.append([ds, d["tables"], f"{m['test_acc']:.2f} [{m['test_acc_ci_low']:.1f}, {m['test_acc_ci_high']:.1f}]",
                      f"{m['test_teds_struct']:.2f}", f"{m['test_teds']:.2f}", f"{m['test_teds_oracle']:.2f}",
-                     f"{_f(m.get('test_acc_simple'), 1)} / {_f(m.get('test_acc_complex'), 1)}",
-                     f"{_f(m.get('test_teds_simple'))} / {_f(m.get('test_teds_complex'))}",
+                     f"{num(m.get('test_acc_simple'), 1)} / {num(m.get('test_acc_complex'), 1)}",
+                     f"{num(m.get('test_teds_simple'))} / {num(m.get('test_teds_complex'))}",
                      f"{m['latency_ms_mean']:.0f} ms ({m['structure_latency_ms_mean']:.0f} + "
                      f"{m['ocr_latency_ms_mean']:.0f}), {d['threads']} thread(s)",
                      f"{m['cpu_latency_ms_mean']:.0f} ms ({m['structure_cpu_latency_ms_mean']:.0f})"])
-    acc, teds_ref, lat = (_ref(paper, "pubtabnet", "slanet", k) for k in ("test_acc", "test_teds", "latency_ms_mean"))
-    rows.append(["paper (9,115 tables)", "9,115", _f(acc), "—", _f(teds_ref), "—", "—", "—",
-                 f"{_f(lat, 0)} ms (Xeon Gold 6148, 10 threads)", "—"])
+    acc, teds_ref, lat = (reported_value(paper, "pubtabnet", "slanet", k) for k in ("test_acc", "test_teds", "latency_ms_mean"))
+    rows.append(["paper (9,115 tables)", "9,115", num(acc), "—", num(teds_ref), "—", "—", "—",
+                 f"{num(lat, 0)} ms (Xeon Gold 6148, 10 threads)", "—"])
     header = ["data", "tables", "Acc (exact structure) [95 % Wilson]", "TEDS-Struct", "TEDS end to end",
               "TEDS, oracle content", "Acc simple / complex", "TEDS simple / complex",
               "latency per table, mean wall (structure + OCR)", "CPU time per table, mean (structure)"]
@@ -163,14 +153,14 @@ def table_section(paper: dict, found: dict[str, dict]) -> list[Any]:
         half = (m["test_acc_ci_high"] - m["test_acc_ci_low"]) / 2
         verdict = ("consistent with" if inside else "outside the interval of") if inside is not None else "no reference for"
         bullets.append(
-            f"- **{ds}**: the paper's Acc {_f(acc)} % lies {'inside' if inside else 'outside'} our 95 % interval "
+            f"- **{ds}**: the paper's Acc {num(acc)} % lies {'inside' if inside else 'outside'} our 95 % interval "
             f"[{m['test_acc_ci_low']:.1f}, {m['test_acc_ci_high']:.1f}] ({verdict} it); {d['tables']} tables resolve "
             f"accuracy only to about ±{half:.0f} points, so they can show the released model and our protocol "
             "are not grossly off, not whether the 76.31 % itself reproduces. End-to-end TEDS uses "
-            f"{d['ocr']['note']}: its gap to {_f(teds_ref)} mixes OCR and structure; the oracle-content TEDS "
+            f"{d['ocr']['note']}: its gap to {num(teds_ref)} mixes OCR and structure; the oracle-content TEDS "
             f"({m['test_teds_oracle']:.2f}) shows what the structure alone costs.")
     bullets += [
-        f"- Latency: the paper's {_f(lat, 0)} ms is on a Xeon Gold 6148 with MKLDNN and 10 threads (whether it includes the "
+        f"- Latency: the paper's {num(lat, 0)} ms is on a Xeon Gold 6148 with MKLDNN and 10 threads (whether it includes the "
         "OCR is not stated); ours is one onnxruntime thread on a shared 2-core machine, timed per table after one "
         "warm-up call, structure and OCR shown separately. Other jobs share that machine, so the wall times are "
         "inflated; the process CPU time (one thread) is the steadier figure. Different hardware either way: not a "
@@ -202,14 +192,14 @@ def layout_section(paper: dict, d: dict, wanted: list[str]) -> list[Any]:
                a["se_blocks"] == 2 and a["hardswish"] > 0),
               ("parameters / file", f"{a['parameters'] / 1e6:.2f} M / {a['file_bytes'] / 1e6:.1f} MB (ONNX fp32)",
                "9.7 MB (PubLayNet model, Paddle inference files)", None)]
-    lat = _ref(paper, "publaynet", "picodet_lcnet_publaynet", "latency_ms_mean")
+    lat = reported_value(paper, "publaynet", "picodet_lcnet_publaynet", "latency_ms_mean")
     table = Table(["check", "released CDLA ONNX", "fact sheet", "agrees"],
                   [[k, ours, ref, "—" if ok is None else ("yes" if ok else "no")] for k, ours, ref, ok in checks])
     return ["## Layout analysis (PicoDet-LCNet, CDLA model)", table,
             f"- Latency per page: mean {m['latency_ms_mean']:.1f} ms wall, {m['cpu_latency_ms_mean']:.1f} ms CPU time "
             f"(median {m['latency_ms_median']:.1f} ms wall; wall time is inflated by other jobs on the shared machine) "
             f"({d['pages']} PubLayNet example pages, onnxruntime {d['versions']['onnxruntime']}, {d['threads']} thread(s), "
-            f"{d['cpu']}), pre- and post-processing included. The paper: {_f(lat, 1)} ms for the same architecture "
+            f"{d['cpu']}), pre- and post-processing included. The paper: {num(lat, 1)} ms for the same architecture "
             "and input (its PubLayNet model) on a Xeon Gold 6148 with MKLDNN and 10 threads: different hardware, "
             "threads and runtime, so not a like-for-like comparison.\n"
             f"- Cross-dataset only: the CDLA model finds {m['crossdataset_box_recall50']:.1f} % of the PubLayNet boxes of "
