@@ -17,6 +17,7 @@ from replications.ppyoloe_r.model import PPYOLOER
 from replications.ppyoloe_r.train import weights_path
 from shared.claims import load_claims, paper_claims
 from shared.data import DataError
+from shared.page_blocks import commit_text, interval, pyplot, tight
 from shared.paper_report import Block, Claim, Figure, PaperReport, PaperResults, Table
 from shared.stats import summarize
 
@@ -46,7 +47,7 @@ def ablation(recs: dict[str, dict], verdicts: dict[str, tuple[Claim, dict[str, A
         wall = float(np.mean([r["wall_seconds"] for r in recs[name]["runs"]]))
         rows.append([f"{LABELS[name]} (`{name}`)", f"{s['mean']:.2f} ± {s['std']:.2f}", s["n"],
                      ", ".join(f"{v:.2f}" for v in per.values()),
-                     "" if diff is None else f"{diff['mean']:+.2f} [{diff['low']:+.2f}, {diff['high']:+.2f}]",
+                     "" if diff is None else f"{diff['mean']:+.2f} {interval(diff['low'], diff['high'], signed=True)}",
                      f"{wall:.0f}"])
         data[name] = {"per_seed": per, "mean": s["mean"], "std": s["std"], "n": s["n"], "paired_diff": diff,
                       "wall_s_per_seed": wall}
@@ -87,17 +88,13 @@ def architecture_blocks(arch: dict | None) -> list[Block]:
              "" if r["flops_rel_diff"] is None else f"{100 * r['flops_rel_diff']:+.2f} %", r["paddle_flops_g"]]
             for r in arch["rows"]]
     env = arch["environment"]
-    note = (f"Commit {str(env['git_commit'])[:10]}{' (dirty tree)' if env['git_dirty'] else ''}, torch "
+    note = (f"{commit_text(env).capitalize()}, torch "
             f"{env['versions'].get('torch')}, {arch['seconds']} s.")
     return [head, intro, Table(header, rows, note=note)]
 
 
 def plot_curve(curves: list[tuple[int, list[dict]]]) -> Any:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(5.5, 3.4), dpi=100)
     for seed, curve in curves:
         ax.plot([c["step"] for c in curve], [c["map"] for c in curve], "o-", label=f"val mAP, seed {seed}")
@@ -108,8 +105,7 @@ def plot_curve(curves: list[tuple[int, list[dict]]]) -> Any:
     ax.set_ylabel("val mAP (%)")
     ax.set_title("PP-YOLOE-R-s from scratch, procedural data")
     ax.legend(loc="lower right")
-    fig.tight_layout()
-    return fig
+    return tight(fig)
 
 
 def plot_dota_examples(weights: Path, images: dict[str, Path], labels: dict[str, Any]) -> Any:
