@@ -14,6 +14,7 @@ from typing import Any
 
 from shared.claims import paper_claims
 from shared.official import compare
+from shared.page_blocks import reference_text
 from shared.paper_report import Claim, PaperReport, PaperResults, Table
 from shared.records import OFFICIAL_NAME
 from shared.reference import load_paper, reported_for
@@ -43,8 +44,7 @@ def reference(paper: dict[str, Any], dataset: str, model: str) -> str:
     ref = reported_for(paper, dataset, model).get("test_auc")
     if not ref or ref.get("value") is None:
         return "–"
-    std = f" ± {ref['std']:.2f}" if ref.get("std") is not None else ""
-    return f"{ref['value']:.2f}{std} ({ref.get('kind', 'paper')})"
+    return reference_text({**ref, "copied_by": None})
 
 
 def at_budget(r: dict[str, Any]) -> int:
@@ -81,10 +81,9 @@ def dataset_blocks(dataset: str, data: list[dict[str, Any]], paper: dict[str, An
                          table(data)]
     refs = [e for e in paper["reported"] if e["dataset"] == dataset and e.get("value") is not None]
     if refs:
-        blocks.append("Reference test AUC (replications/gaga/paper.yaml, sources there): " + "; ".join(
-            f"{e['model']} {e['value']:.2f}" + (f" ± {e['std']:.2f}" if e.get("std") is not None else "")
-            + f" ({e.get('kind', 'paper')}" + (f", copied by {e['copied_by']}" if e.get("copied_by") else "") + ")"
-            for e in refs) + ". Models without a row here are not run by the suite.")
+        blocks.append("Reference test AUC (replications/gaga/paper.yaml, sources there): "
+                      + "; ".join(f"{e['model']} {reference_text(e)}" for e in refs)
+                      + ". Models without a row here are not run by the suite.")
     if any(r["features"] == "row-normalised" for r in data):
         blocks.append("Features: row-normalised for every model (GAGA's official --norm_feat, x / (row sum + 0.01)); "
                       "the heterophilous-graphs benchmark that the references come from trains on raw features, "
