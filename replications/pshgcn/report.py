@@ -12,6 +12,7 @@ from typing import Any
 
 from shared.claims import paper_claims
 from shared.official import compare
+from shared.page_blocks import commit_text, minutes
 from shared.paper_report import Claim, PaperReport, PaperResults, Table
 from shared.records import OFFICIAL_NAME
 
@@ -40,7 +41,7 @@ def rows(bench: dict[str, Any], results: PaperResults) -> list[dict[str, Any]]:
 
 def table(data: list[dict[str, Any]]) -> Table:
     def wall(r: dict[str, Any]) -> str:
-        return f"{r['protocol_wall_seconds'] / 60:.1f} min" if r["protocol_wall_seconds"] else "—"
+        return minutes(r["protocol_wall_seconds"]) if r["protocol_wall_seconds"] else "—"
 
     return Table(["dataset", "model", "s / epoch", "peak memory (MB)", "epochs per seed (protocol)",
                   "protocol wall time"],
@@ -92,8 +93,7 @@ def bench_blocks(bench: dict[str, Any], results: PaperResults) -> tuple[list[Any
     hw = env["hardware"]
     seeds = sorted({r["protocol_seeds"] for r in data if r["protocol_seeds"]})
     intro = (f"`make bench-pshgcn` on {hw['cpu']} ({hw['cpu_count']} cores, {hw['torch_threads']} torch threads), "
-             f"torch {env['versions'].get('torch')}, commit {str(env['git_commit'])[:10]}"
-             f"{' (dirty tree)' if env['git_dirty'] else ''}; 1-minute load average {load['before']} before, "
+             f"torch {env['versions'].get('torch')}, {commit_text(env)}; 1-minute load average {load['before']} before, "
              f"{load['after']} after (2 = both cores busy).\n"
              f"Seconds per epoch = one training step plus the validation pass, averaged over {bench['epochs_timed']} "
              "epochs (first epoch included). Peak memory = the process's maximum resident set. The protocol columns "
