@@ -12,7 +12,7 @@ out=${1:?usage: run.sh OUT_DIR [EXPERTS]}
 experts=${2:-8}
 py=${PYTHON:-python3}
 export REPLICATIONS_MIRROR=${REPLICATIONS_MIRROR:-data}
-for model in evomoe/wikitext2 evomoe_switch evomoe_dense evomoe_gshard evomoe_hash evomoe_base; do
+for model in ${MODELS:-evomoe/wikitext2 evomoe_switch evomoe_dense evomoe_gshard evomoe_hash evomoe_base}; do
   extra=()
   # the dense baseline has one FFN; hidden sizes stay "expert = 4 x d_model" (gshard: half, as on CPU)
   case $model in
@@ -22,7 +22,7 @@ for model in evomoe/wikitext2 evomoe_switch evomoe_dense evomoe_gshard evomoe_ha
   esac
   echo "== $model $(date +%T)"
   "$py" -m replications paper=evomoe_gpu dataset=wikitext2 "model=$model" "device=${DEVICE:-cuda}" tracker=none \
-    "results_dir=$out" "${extra[@]}" ${EXTRA:-}
+    "paths.results_dir=$out" "${extra[@]}" ${EXTRA:-}
 done
 "$py" -c "import sys; from pathlib import Path; import replications; from shared import report
 print(report.write_paper_pages(Path(sys.argv[1]), {'evomoe': replications.get('evomoe').report}))" "$out"

@@ -7,15 +7,16 @@
 # the GPU machine, data staged by replications/rep/gpu/stage.sh and carried as data/:
 #   REPLICATIONS_MIRROR=data bash replications/rep/gpu/check.sh OUT_DIR [FRACTION]
 # Writes OUT_DIR/rep/<dataset>/<model>.json and OUT_DIR/check.md. Needs torch with CUDA, hydra-core, omegaconf.
-# DEVICE=cpu FRACTION=0.0005 EXTRA="model.dim=16" runs the same script as a CPU smoke test.
+# DEVICE=cpu FRACTION=0.0005 DATASETS=wn18rr MODELS=transe EXTRA="model.dim=16" runs the same script as a CPU smoke
+# test (make gpu-check DEVICE=cpu runs it so, conf/gpu_check.yaml).
 set -euo pipefail
 out=${1:?usage: check.sh OUT_DIR [FRACTION]}
 fraction=${2:-${FRACTION:-0.01}}
 py=${PYTHON:-python3}
 export REPLICATIONS_MIRROR=${REPLICATIONS_MIRROR:-data}
 "$py" -c "import torch; print('torch', torch.__version__, 'cuda', torch.cuda.is_available())"
-for ds in fb15k_237 wn18rr; do
-  for model in transe distmult complex rotate; do
+for ds in ${DATASETS:-fb15k_237 wn18rr}; do
+  for model in ${MODELS:-transe distmult complex rotate}; do
     steps=$("$py" - "$ds" "$model" "$fraction" <<'PY'
 import sys
 from replications.rep import base_steps, hparams
@@ -28,7 +29,7 @@ PY
 )
     echo "== $ds $model: $steps steps ($(date +%T))"
     "$py" -m replications paper=rep "dataset=$ds" "model=rep_$model" "device=${DEVICE:-cuda}" tracker=none seed=1 \
-      "scale.max_epochs=$steps" model.cache=false "results_dir=$out" ${EXTRA:-}
+      "scale.max_epochs=$steps" model.cache=false "paths.results_dir=$out" ${EXTRA:-}
   done
 done
 "$py" - "$out" <<'PY' | tee "$out/check.md"
