@@ -245,10 +245,13 @@ def section(root: Path, paper: str, records: list[dict[str, Any]], papers_dir: P
 
 
 def generation_stamp(root: Path) -> tuple[str | None, str]:
-    """(commit, date) of the checkout holding ``root``: HEAD and its committer date, never the clock, so that
-    ``make report`` twice at one commit writes the same bytes. Outside a git checkout: (None, today in UTC)."""
+    """(commit, date) of the checkout holding ``root``: the newest commit of the code the pages come from (every
+    path but results/) and its committer date, never the clock or HEAD, so that ``make report`` writes the same
+    bytes at one code state and committing the pages (or a new result) does not move the stamp: a run changes only
+    its own result and what derives from it. Outside a git checkout: (None, today in UTC)."""
     try:
-        out = subprocess.run(["git", "-C", str(root), "log", "-1", "--format=%H %cI"], capture_output=True,
+        out = subprocess.run(["git", "-C", str(root), "log", "-1", "--format=%H %cI", "--", ":/",
+                              ":(top,exclude)results"], capture_output=True,
                              text=True, timeout=10, check=True).stdout.split()
         return out[0], out[1][:10]
     except (OSError, subprocess.SubprocessError, IndexError):

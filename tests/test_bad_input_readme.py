@@ -164,3 +164,27 @@ def test_the_readme_is_short_and_names_what_a_newcomer_needs():
                    "make clean-cache", ".replications-cache", "wandb/offline-run-*", "wandb sync", "$WANDB_DIR",
                    "OFFICIAL_CODE_DIR", "make readme-times", "results/timings.json"):
         assert needed in text, f"README.md does not mention {needed}"
+
+
+def test_the_pages_stamp_is_the_newest_code_commit_so_committing_results_does_not_move_it(tmp_path):
+    """The first command then `make report` rewrote the stamp line of every summary page (HEAD moved with each
+    results commit); the stamp is now the newest commit outside results/."""
+    import subprocess
+
+    from shared.report_data import generation_stamp
+
+    def git(*args):
+        return subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True, text=True).stdout
+
+    git("init", "-q")
+    git("config", "user.email", "t@t")
+    git("config", "user.name", "t")
+    (tmp_path / "code.py").write_text("x = 1\n")
+    (tmp_path / "results").mkdir()
+    git("add", "-A")
+    git("commit", "-qm", "code")
+    code = git("rev-parse", "HEAD").strip()
+    (tmp_path / "results" / "r.json").write_text("{}\n")
+    git("add", "-A")
+    git("commit", "-qm", "results")
+    assert generation_stamp(tmp_path / "results")[0] == code
