@@ -11,6 +11,10 @@ MIRROR = Path(__file__).resolve().parents[2] / "shared" / "data"
 CONF = Path(__file__).resolve().parents[1] / "conf"
 
 os.environ.setdefault("WANDB_MODE", "disabled")
+# Under `make test` the suite inherits make's own variables: a `make` the tests start would then run as a sub-make
+# (its error line reads 'make[1]: ***', command-line variables of the outer make leak in). Tests run make as a user does.
+for _name in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS", "MAKEOVERRIDES"):
+    os.environ.pop(_name, None)
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 # Empty counts as unset: an exported empty variable must not hide the mirror beside the checkout.

@@ -47,7 +47,7 @@ def make(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
 
 def one_error_line(stderr: str, message: str) -> None:
     """The run's own stderr is one 'error:' line (make adds its own '*** ... Error 2' after it)."""
-    lines = [line for line in stderr.strip().splitlines() if not line.startswith("make: ***")]
+    lines = [line for line in stderr.strip().splitlines() if not re.match(r"make(\[\d+\])?: \*\*\*", line)]
     assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], stderr
     assert "Traceback" not in stderr and "HYDRA_FULL_ERROR" not in stderr
 
