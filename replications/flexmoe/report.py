@@ -16,7 +16,8 @@ import numpy as np
 
 from replications.flexmoe.measures import NAMES, UNITS, a2a_check
 from shared.claims import load_claims, paper_claims
-from shared.page_blocks import hardware_line, mean_std, minutes, pyplot, tight
+from shared.figures import Bars, Heatmap, Panel, Plot, Rule, Series, draw
+from shared.page_blocks import hardware_line, mean_std, minutes
 from shared.paper_report import Figure, PaperReport, PaperResults, Table
 
 DATASET = "wikitext2"  # the paper-like protocol: the simulator, the testbed and the page's first premise
@@ -103,7 +104,7 @@ def char_premise_blocks(records: dict[str, dict[str, Any]], folder: Path) -> lis
             "nanoGPT's CPU run, random 64-character windows, learning rate cosine-decayed to its floor), narrowed to "
             "the E = 8 settings (conf/paper/flexmoe.yaml); validation loss in nats per character, as nanoGPT reports.",
             premise_table(records, dataset), protocol_words(records, dataset),
-            Figure("premise_tinyshakespeare.png", draw=lambda: plot_premise(records, folder),
+            Figure("premise_tinyshakespeare.png", draw=lambda: draw(plot_premise(records, folder)),
                    caption="premise_tinyshakespeare", dpi=110)]
 
 
@@ -131,7 +132,7 @@ def simulation_blocks(sim: dict[str, Any], sim_summary: dict[str, Any]) -> list[
                      f"{e['mean_shadowed']:.2f}"])
     return ["## 2. Placement policies on the traces: MODELLED step time (not measured)", text,
             Table(header, rows, note="Every number in this section is an output of the model."),
-            Figure("simulation.png", draw=lambda: plot_simulation(sim_summary), caption="simulation", dpi=110)]
+            Figure("simulation.png", draw=lambda: draw(plot_simulation(sim_summary)), caption="simulation", dpi=110)]
 
 
 def a2a_blocks(a2a_raw: dict[str, Any] | None, a2a: dict[str, Any]) -> list[Any]:
@@ -154,15 +155,13 @@ def a2a_blocks(a2a_raw: dict[str, Any] | None, a2a: dict[str, Any]) -> list[Any]
     allreduce = ("Replica gradient all-reduce (once per step, 2 d h fp32 values of expert 0, median): "
                  + ", ".join(f"{k} {v:.1f} ms" for k, v in a2a["replica_allreduce_ms"].items()) + ".")
     return [heading, text, Table(header, rows), allreduce,
-            Figure("replica_a2a.png", draw=lambda: plot_a2a(a2a_raw), caption="replica_a2a", dpi=110)]
+            Figure("replica_a2a.png", draw=lambda: draw(plot_a2a(a2a_raw)), caption="replica_a2a", dpi=110)]
 
 
-def plot_premise(records: dict[str, dict[str, Any]], folder: Path) -> Any:
+def plot_premise(records: dict[str, dict[str, Any]], folder: Path) -> Plot:
     from replications.flexmoe import stats
 
-    plt = pyplot()
-
-    fig, axes = plt.subplots(1, 3, figsize=(16, 4.2))
+    imbalance, tv = [], []
     for name, r in records.items():
         curves, tvs = [], []
         window = int(r["config"]["paper"]["protocol"]["window"])
@@ -171,58 +170,37 @@ def plot_premise(records: dict[str, dict[str, Any]], folder: Path) -> Any:
             curves.append((loads.max(-1) / loads.mean(-1)).mean(1))
             w = [stats.windows(loads[:, i], window) for i in range(loads.shape[1])]
             tvs.append(np.mean([stats.tv_distance(x[:-1], x[1:]) for x in w], axis=0))
-        c = np.mean(curves, axis=0)
-        smooth = np.convolve(c, np.ones(5) / 5, mode="valid")
-        axes[0].plot(np.arange(len(smooth)) + 3, smooth, label=name)
-        axes[1].plot(np.arange(1, len(tvs[0]) + 1) * window, np.mean(tvs, axis=0), label=name)
-    axes[0].set(title="imbalance per step (max/mean load; 5-step mean)",
-                xlabel="optimiser step", ylabel="max / mean")
-    axes[1].set(title="TV distance between consecutive windows", xlabel="optimiser step", ylabel="TV")
-    for ax in axes[:2]:
-        ax.legend(fontsize=8)
+        smooth = np.convolve(np.mean(curves, axis=0), np.ones(5) / 5, mode="valid")
+        imbalance.append(Series(name, np.arange(len(smooth)) + 3, smooth))
+        tv.append(Series(name, np.arange(1, len(tvs[0]) + 1) * window, np.mean(tvs, axis=0)))
     first = next(iter(records.values()))
     run = first["runs"][0]
     loads = np.load(folder / "traces" / run["train"]["trace"])["routed"].sum(2)[:, 0].astype(float)
     w = stats.shares(stats.windows(loads, int(first["config"]["paper"]["protocol"]["window"])))
-    im = axes[2].imshow(w.T, aspect="auto", cmap="viridis", interpolation="nearest")
-    axes[2].set(title=f"{first['model']} seed {run['seed']} layer 0: load share per window",
-                xlabel="window", ylabel="expert")
-    fig.colorbar(im, ax=axes[2])
-    return tight(fig)
+    return Plot([Panel("imbalance per step (max/mean load; 5-step mean)", "optimiser step", "max / mean", imbalance),
+                 Panel("TV distance between consecutive windows", "optimiser step", "TV", tv),
+                 Panel(f"{first['model']} seed {run['seed']} layer 0: load share per window", "window", "expert",
+                       heatmap=Heatmap(w.T, aspect="auto", colorbar=True))], panel_size=(16 / 3, 4.2))
 
 
-def plot_simulation(sim_summary: dict[str, Any]) -> Any:
-    plt = pyplot()
-    links = sorted({e["link"] for e in sim_summary.values()})
-    fig, axes = plt.subplots(1, len(links), figsize=(5.5 * len(links), 4.2), squeeze=False)
-    policies = list(POLICY_NAMES)
-    for ax, link in zip(axes[0], links):
+def plot_simulation(sim_summary: dict[str, Any]) -> Plot:
+    def panel(link: str) -> Panel:
         entries = [e for e in sim_summary.values() if e["link"] == link]
-        x = np.arange(len(entries))
-        for i, p in enumerate(policies):
-            ax.bar(x + (i - 2) * 0.16, [e["mean_ms"]["static"] / e["mean_ms"][p] for e in entries], 0.16,
-                   label=POLICY_NAMES[p])
-        ax.set_xticks(x, [e["model"] for e in entries])
-        ax.axhline(1.0, color="grey", lw=0.8)
-        ax.set(title=f"MODELLED speed-up over static, link {link}", ylabel="static time / policy time")
-    axes[0][0].legend(fontsize=7)
-    return tight(fig)
+        return Panel(f"MODELLED speed-up over static, link {link}", ylabel="static time / policy time",
+                     bars=[Bars(name, [e["mean_ms"]["static"] / e["mean_ms"][p] for e in entries])
+                           for p, name in POLICY_NAMES.items()],
+                     categories=[e["model"] for e in entries], hlines=[Rule(1.0)], legend=7 if link == links[0] else None)
+
+    links = sorted({e["link"] for e in sim_summary.values()})
+    return Plot([panel(link) for link in links], panel_size=(5.5, 4.2))
 
 
-def plot_a2a(a2a_raw: dict[str, Any]) -> Any:
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(6, 4))
-    names = list(a2a_raw["placements"])
+def plot_a2a(a2a_raw: dict[str, Any]) -> Plot:
     shares = sorted({r["hot_share"] for r in a2a_raw["rows"]})
     by = {(r["placement"], r["hot_share"]): r for r in a2a_raw["rows"]}
-    x = np.arange(len(shares))
-    for i, n in enumerate(names):
-        ax.bar(x + (i - 1) * 0.25, [by[n, h]["median_ms"] for h in shares], 0.25, label=n)
-    ax.set_xticks(x, [f"{h:.2f}" for h in shares])
-    ax.set(title="MEASURED dispatch + combine on the 2 x 2 testbed", xlabel="share of tokens to expert 0",
-           ylabel="median ms")
-    ax.legend()
-    return tight(fig)
+    return Plot([Panel("MEASURED dispatch + combine on the 2 x 2 testbed", "share of tokens to expert 0", "median ms",
+                       bars=[Bars(n, [by[n, h]["median_ms"] for h in shares]) for n in a2a_raw["placements"]],
+                       categories=[f"{h:.2f}" for h in shares], legend=10)], panel_size=(6, 4))
 
 
 def build(results: PaperResults) -> PaperReport | None:
@@ -254,7 +232,7 @@ def build(results: PaperResults) -> PaperReport | None:
                          "(measured)", intro]
     if records:
         blocks += [*premise_blocks(records),
-                   Figure("premise.png", draw=lambda: plot_premise(records, folder), caption="premise", dpi=110)]
+                   Figure("premise.png", draw=lambda: draw(plot_premise(records, folder)), caption="premise", dpi=110)]
     else:
         blocks += ["## 1. The premise, measured", "WikiText-2: no complete records."]
     if ts:
