@@ -10,7 +10,8 @@ from typing import Any
 
 from replications.moesys.measures import DATASET, paired_ratios
 from shared.claims import paper_claims
-from shared.page_blocks import commit_text, minutes, num, pyplot, tight
+from shared.figures import Panel, Plot, Rule, Series, draw
+from shared.page_blocks import commit_text, minutes, num
 from shared.paper_report import Block, Figure, PaperReport, PaperResults, Table
 
 PAPER = Path(__file__).with_name("paper.yaml")
@@ -46,49 +47,37 @@ def ring_blocks(train: dict[str, Any]) -> list[Block]:
     return blocks
 
 
-def plot_ring(train: dict[str, Any]) -> Any:
-    plt = pyplot()
-    settings = train["settings"]
-    fig, axes = plt.subplots(1, len(settings), figsize=(4.6 * len(settings), 3.8), squeeze=False)
-    for ax, s in zip(axes[0], settings, strict=True):
-        resident = next(r for r in s["rows"] if r["k"] is None)
+def plot_ring(train: dict[str, Any]) -> Plot:
+    def panel(s: dict[str, Any], first: bool) -> Panel:
+        series = []
         for storage, colour in (("storage", "tab:red"), ("page_cache", "tab:blue"), ("host", "tab:green")):
             rows = [r for r in s["rows"] if r["storage"] == storage]
-            if not rows:
-                continue
             ks = [r["k"] for r in rows]
-            ax.plot(ks, [r["tokens_per_s"] for r in rows], "o-", color=colour, label=f"{storage} (measured)")
-            ax.plot(ks, [r["modelled_tokens_per_s"] for r in rows], "x--", color=colour, alpha=0.7,
-                    label=f"{storage} (modelled)")
-        ax.axhline(resident["tokens_per_s"], color="k", lw=1, label="fully resident (measured)")
-        ax.set(xlabel="slots k (k = 1: load-then-compute)", ylabel="tokens / s",
-               title=f"batch {s['batch']} x {s['seq_len']}", xticks=sorted({r['k'] for r in s['rows'] if r['k']}))
-        ax.set_ylim(bottom=0)
-    axes[0][0].legend(fontsize=7)
-    fig.suptitle("Ring-memory inference on CPU: measured (solid) vs modelled sum_i max(compute_i, load_i+k-1) (dashed)",
-                 fontsize=9)
-    return tight(fig)
+            series += [Series(f"{storage} (measured)", ks, [r["tokens_per_s"] for r in rows], "o-", colour),
+                       Series(f"{storage} (modelled)", ks, [r["modelled_tokens_per_s"] for r in rows], "x--", colour,
+                              alpha=0.7)] if rows else []
+        resident = next(r for r in s["rows"] if r["k"] is None)
+        return Panel(f"batch {s['batch']} x {s['seq_len']}", "slots k (k = 1: load-then-compute)", "tokens / s", series,
+                     hlines=[Rule(resident["tokens_per_s"], "fully resident (measured)", "k", lw=1)],
+                     xticks=sorted({r["k"] for r in s["rows"] if r["k"]}), ylim=(0, None), legend=7 if first else None)
+
+    return Plot([panel(s, i == 0) for i, s in enumerate(train["settings"])], panel_size=(4.6, 3.8), suptitle_size=9,
+                suptitle="Ring-memory inference on CPU: measured (solid) vs modelled sum_i max(compute_i, load_i+k-1) (dashed)")
 
 
-def plot_elastic(train: dict[str, Any]) -> Any:
-    plt = pyplot()
-    t = train
-    fig, ax = plt.subplots(figsize=(7, 3.8))
-    steps = [r["step"] for r in t["curve"]]
-    ax.plot(steps, t["reference_loss"], "k-", lw=3, alpha=0.3, label="uninterrupted, 1 process")
+def plot_elastic(t: dict[str, Any]) -> Plot:
+    series = [Series("uninterrupted, 1 process", [r["step"] for r in t["curve"]], t["reference_loss"], "k-", lw=3, alpha=0.3)]
     for world, marker in ((2, "o"), (1, "s")):
-        pts = [(r["step"], r["loss"]) for r in t["curve"] if r["world"] == world]
-        if pts:
-            ax.plot(*zip(*pts), marker, ms=4, ls="none", label=f"elastic run on {world} rank(s)")
-    redone = [r for r in t.get("rows", []) if (r["step"], r["time"]) not in {(c["step"], c["time"]) for c in t["curve"]}]
-    if redone:
-        ax.plot([r["step"] for r in redone], [r["loss"] for r in redone], "x", color="grey", ms=5,
-                label="steps later redone from a checkpoint")
-    ax.axhline(t["chain_entropy"], color="tab:green", ls=":", label="chain entropy (best possible)")
-    ax.set(xlabel="step", ylabel="training loss (nats/token)",
-           title="Elastic EP training: a rank leaves and rejoins (torchrun, gloo)")
-    ax.legend(fontsize=7)
-    return tight(fig)
+        pts = [r for r in t["curve"] if r["world"] == world]
+        series += [Series(f"elastic run on {world} rank(s)", [r["step"] for r in pts], [r["loss"] for r in pts], marker,
+                          ms=4)] if pts else []
+    done = {(c["step"], c["time"]) for c in t["curve"]}
+    redone = [r for r in t.get("rows", []) if (r["step"], r["time"]) not in done]
+    series += [Series("steps later redone from a checkpoint", [r["step"] for r in redone], [r["loss"] for r in redone], "x",
+                      "grey", ms=5)] if redone else []
+    return Plot([Panel("Elastic EP training: a rank leaves and rejoins (torchrun, gloo)", "step", "training loss (nats/token)",
+                       series, hlines=[Rule(t["chain_entropy"], "chain entropy (best possible)", "tab:green", ":", 1.5)],
+                       legend=7)], panel_size=(7, 3.8))
 
 
 def gpu_blocks(results: PaperResults) -> list[Block]:
@@ -132,7 +121,7 @@ def ring_section(record: dict[str, Any]) -> list[Block]:
             f"{t['load_average_before']} before, {t['load_average_after']} after (1/5/15 min). "
             f"Command `{env['command']}` at {commit_text(env)}; torch {env['versions'].get('torch')}; "
             f"wall {minutes(record['wall_seconds'])}.",
-            Figure("ring_throughput.png", draw=lambda: plot_ring(t), caption="ring throughput", dpi=110)]
+            Figure("ring_throughput.png", draw=lambda: draw(plot_ring(t)), caption="ring throughput", dpi=110)]
 
 
 def elastic_section(record: dict[str, Any]) -> list[Block]:
@@ -150,7 +139,7 @@ def elastic_section(record: dict[str, Any]) -> list[Block]:
             f"{t.get('seconds', record['wall_seconds']):.0f} s, mostly process start-up and rendezvous on a shared "
             "2-core machine.",
             f"Command `{env['command']}` at {commit_text(env)}.",
-            Figure("elastic_curve.png", draw=lambda: plot_elastic(t), caption="elastic curve", dpi=110)]
+            Figure("elastic_curve.png", draw=lambda: draw(plot_elastic(t)), caption="elastic curve", dpi=110)]
 
 
 def data_of(records: dict[str, dict[str, Any]]) -> dict[str, Any]:
