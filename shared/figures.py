@@ -108,7 +108,7 @@ class Plot:
 def draw(spec: Plot) -> Any:
     """The matplotlib figure of ``spec``, laid out (the Figure's ``draw`` returns it; shared.atomic saves it)."""
     with fixed_style() as plt:
-        ncols = spec.ncols or len(spec.panels)
+        ncols = spec.ncols or max(1, len(spec.panels))  # no panels: one empty axes
         nrows = -(-len(spec.panels) // ncols)
         w, h = spec.panel_size
         fig, axes = plt.subplots(nrows, ncols, figsize=(w * ncols, h * nrows), squeeze=False)

@@ -15,7 +15,8 @@ from typing import Any
 
 from replications.rep.measures import base_verdicts, converged
 from shared.claims import load_claims, paper_claims
-from shared.page_blocks import agg_text, interval, mean_std, pyplot, tight
+from shared.figures import Panel, Plot, Rule, Series, draw
+from shared.page_blocks import agg_text, interval, mean_std
 from shared.paper_report import Figure, PaperReport, PaperResults, Table
 
 PAPER = Path(__file__).with_name("paper.yaml")
@@ -95,21 +96,18 @@ def curve_table(records: list[dict[str, Any]]) -> Table:
                   "CPU h to target", "how"], rows)
 
 
-def plot_curves(records: list[dict[str, Any]]) -> Any:
-    plt = pyplot()
-    fig, axes = plt.subplots(1, max(1, len(records)), figsize=(5.2 * max(1, len(records)), 3.8), squeeze=False)
-    for ax, r in zip(axes[0], records):
+def plot_curves(records: list[dict[str, Any]]) -> Plot:
+    def panel(r: dict[str, Any]) -> Panel:
         hours = [p["train_cpu_seconds"] / 3600 for p in r["points"]]
-        ax.plot(hours, [p["val_mrr"] for p in r["points"]], "o-", label="validation MRR")
-        ax.plot(hours, [p["test_mrr"] for p in r["points"]], "s--", label="test MRR")
         target = r["target"]["test_mrr"]
-        if target is not None:
-            ax.axhline(target, color="k", lw=1, label=f"target {target} ({r['target']['kind']})")
-        ax.set(title=f"{r['dataset']} {r['model']} (dim {r['recipe']['dim']}, seed {r['seed']})",
-               xlabel="training CPU time (hours, 1 thread; evaluation excluded)", ylabel="filtered MRR")
-        ax.legend(fontsize=8, loc="lower right")
-        ax.grid(alpha=0.3)
-    return tight(fig)
+        return Panel(f"{r['dataset']} {r['model']} (dim {r['recipe']['dim']}, seed {r['seed']})",
+                     "training CPU time (hours, 1 thread; evaluation excluded)", "filtered MRR",
+                     [Series("validation MRR", hours, [p["val_mrr"] for p in r["points"]], "o-"),
+                      Series("test MRR", hours, [p["test_mrr"] for p in r["points"]], "s--")],
+                     hlines=[] if target is None else [Rule(target, f"target {target} ({r['target']['kind']})", "k", lw=1)],
+                     legend_loc="lower right", grid=True)
+
+    return Plot([panel(r) for r in records], panel_size=(5.2, 3.8))
 
 
 def steps_blocks(b: dict[str, Any]) -> list[str | Table]:
@@ -149,7 +147,7 @@ def cost_blocks(results: PaperResults) -> tuple[list[Any], dict[str, Any]]:
         "still steep cannot see its plateau: it is a lower bound on the time, not a forecast that the target is\n"
         "reached. Every curve here is one seed cut far short of the recipe's epochs: not a protocol result."]
     if budget:
-        blocks += [Figure(f"{BUDGET}/budget.png", draw=lambda: plot_curves(budget), caption="curves", dpi=120),
+        blocks += [Figure(f"{BUDGET}/budget.png", draw=lambda: draw(plot_curves(budget)), caption="curves", dpi=120),
                    curve_table(budget)]
     blocks += (steps_blocks(steps) if steps else []) + (eval_blocks(ev) if ev else [])
     data = {"budget": [{k: r.get(k) for k in ("dataset", "model", "seed", "recipe", "target", "time_to_target",
@@ -171,19 +169,15 @@ def verdict_table(rows: list[dict[str, Any]], margin: float) -> Table:
                       f"contradicted when it lies wholly below, else inconclusive.")
 
 
-def plot_validation(records: list[dict[str, Any]]) -> Any:
+def plot_validation(records: list[dict[str, Any]]) -> Plot:
     """Each converged seed's validation-MRR curve (the early stopping's evaluations) and where it stopped."""
-    plt = pyplot()
-    fig, axes = plt.subplots(1, max(1, len(records)), figsize=(4.6 * max(1, len(records)), 3.6), squeeze=False)
-    for ax, r in zip(axes[0], records):
-        for run in r["runs"]:
-            curve = run["train"]["validation"]
-            ax.plot([p["epoch"] for p in curve], [p["val_mrr"] for p in curve], ".-", lw=1, label=f"seed {run['seed']}")
-            ax.axvline(run["train"]["best_epoch"], color="grey", lw=0.8, ls=":")
-        ax.set(title=f"{r['dataset']} {r['model']}", xlabel="epoch", ylabel="filtered validation MRR")
-        ax.legend(fontsize=8, loc="lower right")
-        ax.grid(alpha=0.3)
-    return tight(fig)
+    def curve(run: dict[str, Any]) -> Series:
+        points = run["train"]["validation"]
+        return Series(f"seed {run['seed']}", [p["epoch"] for p in points], [p["val_mrr"] for p in points], ".-", lw=1)
+
+    return Plot([Panel(f"{r['dataset']} {r['model']}", "epoch", "filtered validation MRR", [curve(run) for run in r["runs"]],
+                       vlines=[Rule(run["train"]["best_epoch"], style=":") for run in r["runs"]],
+                       legend_loc="lower right", grid=True) for r in records], panel_size=(4.6, 3.6))
 
 
 def build(results: PaperResults) -> PaperReport | None:
@@ -199,7 +193,7 @@ def build(results: PaperResults) -> PaperReport | None:
     blocks: list[Any] = [TITLE, intro(records)]
     if verdicts:
         blocks += [verdict_table(verdicts, margin),
-                   Figure("validation_curves.png", draw=lambda: plot_validation(trained),
+                   Figure("validation_curves.png", draw=lambda: draw(plot_validation(trained)),
                           caption="validation MRR of the converged bases per half epoch; dotted: the epoch kept", dpi=110)]
     blocks.append(table)
     data = {"before_after": {"header": table.header, "rows": table.rows}, "rep_on_converged_bases": verdicts, **cost_data}
