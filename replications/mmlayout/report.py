@@ -12,7 +12,8 @@ import numpy as np
 
 from replications.mmlayout.measures import arm_interval, common_seeds, curves, paired, per_doc, seed_details
 from shared.claims import paper_claims
-from shared.page_blocks import interval, num, pyplot, tight
+from shared.figures import Panel, Plot, Series, draw
+from shared.page_blocks import interval, num
 from shared.paper_report import Figure, PaperReport, PaperResults, Table
 
 PAPER = Path(__file__).with_name("paper.yaml")
@@ -165,34 +166,25 @@ LEFT_OUT = "\n".join([
     "on a CPU at smoke scale, not run: no GPU was lent). A longer budget is a config change (`model.epochs`)."])
 
 
-def plot_f1(summary: dict[str, Any]) -> Any:
-    plt = pyplot()
+def plot_f1(summary: dict[str, Any]) -> Plot:
     names = [n for n in ARMS if n in summary["arms"]]
-    fig, ax = plt.subplots(figsize=(6.4, 3.8))
+    series = []
     for i, n in enumerate(names):
         t = summary["arms"][n]
         colour = "0.6" if n == "mmlayout_oracle" else ("C0" if n == "mmlayout" else "C1")
-        ax.errorbar([i], [t["f1_mean"]], yerr=[[t["f1_mean"] - t["ci95"][0]], [t["ci95"][1] - t["f1_mean"]]],
-                    fmt="o", color=colour, capsize=6, ms=8)
-        ax.scatter([i + 0.12] * len(t["f1_per_seed"]), t["f1_per_seed"], color=colour, marker="x", s=25)
-    ax.set_xticks(range(len(names)), [LABELS[n].replace(" (", "\n(") for n in names], fontsize=8)
-    ax.set_ylabel("FUNSD test entity F1 (%)")
-    ax.set_title("Mean over seeds, 95% doc-bootstrap CI; x = single seeds", fontsize=9)
-    ax.grid(axis="y", alpha=0.3)
-    return tight(fig)
+        below, above = t["f1_mean"] - t["ci95"][0], t["ci95"][1] - t["f1_mean"]
+        series += [Series(None, [i], [t["f1_mean"]], "o", colour, yerr=([below], [above]), ms=8),
+                   Series(None, [i + 0.12] * len(t["f1_per_seed"]), t["f1_per_seed"], "x", colour)]
+    return Plot([Panel("Mean over seeds, 95% doc-bootstrap CI; x = single seeds", ylabel="FUNSD test entity F1 (%)",
+                       series=series, categories=[LABELS[n].replace(" (", "\n(") for n in names], grid=True,
+                       title_size=9)], panel_size=(6.4, 3.8))
 
 
-def plot_curve(curve: dict[str, list[dict[str, float]]]) -> Any:
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(5.2, 3.4))
-    for n, pts in curve.items():
-        ax.plot([p["epoch"] for p in pts], [p["test_f1"] for p in pts], "o-", label=LABELS[n])
-    ax.set_xlabel("epoch")
-    ax.set_ylabel("test entity F1 (%)")
-    ax.set_title("Learning curve of the curve seed (selects nothing)", fontsize=9)
-    ax.legend(fontsize=7)
-    ax.grid(alpha=0.3)
-    return tight(fig)
+def plot_curve(curve: dict[str, list[dict[str, float]]]) -> Plot:
+    return Plot([Panel("Learning curve of the curve seed (selects nothing)", "epoch", "test entity F1 (%)",
+                       [Series(LABELS[n], [p["epoch"] for p in pts], [p["test_f1"] for p in pts], "o-")
+                        for n, pts in curve.items()],
+                       legend=7, grid=True, title_size=9)], panel_size=(5.2, 3.4))
 
 
 def example_arms(details: dict[str, dict[int, dict[str, Any]]], seed: int, doc_id: str) -> dict[str, list[str]]:
@@ -269,11 +261,11 @@ def build(results: PaperResults, units: bool = True) -> PaperReport | None:
         "## Paired differences (F1 points; same seeds, same documents)", difference_table(summary)]
     if text := noise_text(summary):
         blocks.append(text)
-    blocks.append(Figure("f1_per_arm.png", draw=lambda: plot_f1(summary), caption="test F1 per arm", dpi=130))
+    blocks.append(Figure("f1_per_arm.png", draw=lambda: draw(plot_f1(summary)), caption="test F1 per arm", dpi=130))
     if text := curve_text(summary["curve"]):
         blocks.append(text)
     if summary["curve"]:
-        blocks.append(Figure("learning_curve.png", draw=lambda: plot_curve(summary["curve"]), caption="learning curve",
+        blocks.append(Figure("learning_curve.png", draw=lambda: draw(plot_curve(summary["curve"])), caption="learning curve",
                              dpi=130))
     if summary["units"] is not None:
         blocks += unit_blocks(summary["units"], m)
