@@ -13,7 +13,8 @@ import numpy as np
 from replications.moe import charfloor
 from replications.ta_moe.train import mean_dispatch
 from shared.claims import paper_claims
-from shared.page_blocks import CHAR_BIGRAM, CHAR_SECTION, agg_text, hardware_line, minutes, pyplot, tight
+from shared.figures import Heatmap, Panel, Plot, Rule, Series, draw
+from shared.page_blocks import CHAR_BIGRAM, CHAR_SECTION, agg_text, hardware_line, minutes
 from shared.paper_report import Figure, PaperReport, PaperResults, Table
 
 PAPER = Path(__file__).with_name("paper.yaml")
@@ -79,50 +80,41 @@ def replay_blocks(replay: dict[str, Any], cluster: dict[str, Any]) -> list[Any]:
     return [text, Table(["arm", "values per token", "recorded dispatches", "mean ms", "median ms"], rows)]
 
 
-def plot(records: dict[str, dict[str, Any]], dataset: str) -> Any:
-    plt = pyplot()
-    fig, axes = plt.subplots(1, len(records) + 1, figsize=(4.8 * (len(records) + 1), 4.0))
-    for ax, (name, r) in zip(axes, records.items()):
+def plot(records: dict[str, dict[str, Any]], dataset: str) -> Plot:
+    panels = []
+    for name, r in records.items():
         m = np.array(learnt_dispatch(r))
         p = r["config"]["paper"]["protocol"]
         W = m.shape[0]
-        selections = 2 * p["batch_size"] * p["seq_len"] / W  # every arm routes each token to 2 experts
-        share = m / selections  # the rest of each row was dropped by the capacity rule
-        ax.imshow(share, cmap="viridis", vmin=0, vmax=0.5)
-        for i in range(W):
-            for j in range(W):
-                ax.text(j, i, f"{share[i, j]:.2f}", ha="center", va="center", color="w" if share[i, j] < 0.3 else "k")
-        ax.set(title=f"{name}: kept share of each rank's top-2", xlabel="destination rank",
-               xticks=range(W), yticks=range(W),
-               yticklabels=[f"{i} ({1 - share[i].sum():.0%} dropped)" for i in range(W)])
-        ax.set_ylabel("source rank")
-        ax.axhline(W / 2 - 0.5, color="r", lw=0.8)
-        ax.axvline(W / 2 - 0.5, color="r", lw=0.8)
-    ax = axes[-1]
+        share = m / (2 * p["batch_size"] * p["seq_len"] / W)  # every arm routes each token to 2 experts; the rest dropped
+        node = [Rule(W / 2 - 0.5, color="r")]
+        panels.append(Panel(f"{name}: kept share of each rank's top-2", "destination rank", "source rank",
+                            heatmap=Heatmap(share, vmin=0, vmax=0.5, annotate=".2f"), hlines=node, vlines=node, xticks=range(W),
+                            yticklabels=[f"{i} ({1 - share[i].sum():.0%} dropped)" for i in range(W)]))
+    curves = []
     for name, r in records.items():
         rpn = r["config"]["paper"]["protocol"]["cluster"]["ranks_per_node"]
-        curves = []
+        shares = []
         for run in r["runs"]:
             t = np.array(run["train"]["dispatch"], dtype=float)  # [entries, layers, W, W]: a step, or a window's mean
             W = t.shape[-1]
             off = np.array([[i // rpn != j // rpn for j in range(W)] for i in range(W)])
-            curves.append((t * off).sum(axis=(1, 2, 3)) / t.sum(axis=(1, 2, 3)))
+            shares.append((t * off).sum(axis=(1, 2, 3)) / t.sum(axis=(1, 2, 3)))
         window = r["runs"][0]["train"].get("dispatch_window", 1)
-        steps = np.minimum(np.arange(1, len(curves[0]) + 1) * window, r["runs"][0]["train"].get("steps", np.inf))
-        ax.plot(steps, np.mean(curves, axis=0), label=name)
+        steps = np.minimum(np.arange(1, len(shares[0]) + 1) * window, r["runs"][0]["train"].get("steps", np.inf))
+        curves.append(Series(name, steps, np.mean(shares, axis=0)))
     per_step = all(r["runs"][0]["train"].get("dispatch_window", 1) == 1 for r in records.values())
-    ax.set(title=f"off-node share per {'step' if per_step else 'window'} (seeds' mean)",
-           xlabel="optimiser step" if per_step else "optimiser step (end of the window)", ylabel="off-node share")
-    ax.axhline(0.5, color="grey", ls=":", lw=0.8)
-    ax.legend()
-    fig.suptitle(f"{dataset}: dispatch over the emulated 2 x 2 cluster, last 10% of steps (red lines: node boundary)")
-    return tight(fig)
+    panels.append(Panel(f"off-node share per {'step' if per_step else 'window'} (seeds' mean)",
+                        "optimiser step" if per_step else "optimiser step (end of the window)", "off-node share", curves,
+                        hlines=[Rule(0.5, style=":")], legend=10))
+    return Plot(panels, panel_size=(4.8, 4.0),
+                suptitle=f"{dataset}: dispatch over the emulated 2 x 2 cluster, last 10% of steps (red lines: node boundary)")
 
 
 def dataset_part(dataset: str, records: dict[str, dict[str, Any]]) -> tuple[list[Any], dict[str, Any]]:
     """One dataset's blocks (its table and dispatch figure) and data (aggregates, learnt dispatch)."""
     floor = charfloor.bigram_floor() if dataset == "tinyshakespeare" else None
-    blocks: list[Any] = [table(records, floor), Figure(f"{dataset}_dispatch.png", draw=lambda: plot(records, dataset),
+    blocks: list[Any] = [table(records, floor), Figure(f"{dataset}_dispatch.png", draw=lambda: draw(plot(records, dataset)),
                                                        caption=f"{dataset}_dispatch", dpi=120)]
     if floor is not None:
         blocks.insert(0, CHAR_SECTION)
