@@ -17,7 +17,8 @@ from replications.evomoe import measures, speedup
 from replications.moe import charfloor
 from shared.claims import paper_claims
 from shared.claims.intervals import student_t
-from shared.page_blocks import CHAR_BIGRAM, CHAR_SECTION, agg_text, hardware_line, interval, minutes, pyplot, tight
+from shared.figures import Panel, Plot, Series, draw
+from shared.page_blocks import CHAR_BIGRAM, CHAR_SECTION, agg_text, hardware_line, interval, minutes
 from shared.paper_report import Figure, PaperReport, PaperResults, Table
 from shared.verdict import INCONCLUSIVE, direction_status
 
@@ -81,20 +82,19 @@ def seed_speed_table(rows: list[dict[str, Any]]) -> Table:
                       "Equal steps cost different FLOPs: EvoMoE's dense phase runs every expert.")
 
 
-def plot(records: dict[str, dict[str, Any]]) -> Any:
-    plt = pyplot()
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
-    for name, r in records.items():
-        curves = [run["train"]["curve"] for run in r["runs"]]
-        steps = [p["step"] for p in curves[0]]
-        ax1.plot(steps, np.mean([[p["valid_ppl_subset"] for p in c] for c in curves], axis=0), marker="o", ms=3, label=name)
-        ax2.plot(steps, np.mean([[p["active_experts"] for p in c] for c in curves], axis=0), marker="o", ms=3, label=name)
-    ax1.set(xlabel="optimiser step", ylabel="validation PPL (first 8k tokens)", yscale="log",
-            title="Perplexity over training (mean over seeds)")
-    ax2.set(xlabel="optimiser step", ylabel="active experts per token (mean over MoE layers)",
-            title="Active experts over training")
-    ax1.legend()
-    return tight(fig)
+def plot(records: dict[str, dict[str, Any]]) -> Plot:
+    def mean_curve(key: str) -> list[Series]:
+        out = []
+        for name, r in records.items():
+            curves = [run["train"]["curve"] for run in r["runs"]]
+            out.append(Series(name, [p["step"] for p in curves[0]], np.mean([[p[key] for p in c] for c in curves], axis=0),
+                              "o-", ms=3))
+        return out
+
+    return Plot([Panel("Perplexity over training (mean over seeds)", "optimiser step", "validation PPL (first 8k tokens)",
+                       mean_curve("valid_ppl_subset"), log_y=True, legend=10),
+                 Panel("Active experts over training", "optimiser step", "active experts per token (mean over MoE layers)",
+                       mean_curve("active_experts"), legend=None)], panel_size=(5.5, 4))
 
 
 def wikitext_part(records: dict[str, dict[str, Any]]) -> tuple[list[Any], dict[str, Any]]:
@@ -116,7 +116,7 @@ def wikitext_part(records: dict[str, dict[str, Any]]) -> tuple[list[Any], dict[s
                    speedup_table(*steps)]
     blocks += [hardware_line(hw) + " Tokens/s counts training steps only (EvoMoE's soft phase runs several experts per "
                "token; see active experts).",
-               Figure("wikitext2_curves.png", draw=lambda: plot(records), caption="validation PPL and active experts",
+               Figure("wikitext2_curves.png", draw=lambda: draw(plot(records)), caption="validation PPL and active experts",
                       dpi=120)]
     return blocks, {"bigram": bigram, "steps_to_switch": None if steps is None else {"target": steps[0], "rows": steps[1]}}
 
