@@ -10,7 +10,7 @@ from typing import Any
 
 from replications.hetumoe.measures import compare, topologies
 from shared.claims import paper_claims
-from shared.page_blocks import pyplot, tight
+from shared.figures import Panel, Plot, Rule, Series, draw
 from shared.paper_report import Figure, PaperReport, PaperResults, Table
 
 PAPER = Path(__file__).with_name("paper.yaml")
@@ -28,20 +28,17 @@ def tables(all_rows: dict[str, list[dict[str, Any]]]) -> list[Table]:
             for topo, rows in all_rows.items()]
 
 
-def plot(all_rows: dict[str, list[dict[str, Any]]]) -> Any:
-    plt = pyplot()
-    fig, axes = plt.subplots(1, len(all_rows), figsize=(5 * len(all_rows), 3.8), squeeze=False)
-    for ax, (topo, rows) in zip(axes[0], all_rows.items()):
+def plot(all_rows: dict[str, list[dict[str, Any]]]) -> Plot:
+    def panel(topo: str, rows: list[dict[str, Any]]) -> Panel:
+        series = []
         for rate in sorted({r["rate_mbit"] for r in rows}):
             pts = [r for r in rows if r["rate_mbit"] == rate]
-            b = [r["bytes"] for r in pts]
-            ax.plot(b, [r["speedup_mean"] for r in pts], "-o", ms=4, label=f"{rate:g} Mbit/s")
-            ax.fill_between(b, [min(r["speedups"]) for r in pts], [max(r["speedups"]) for r in pts], alpha=0.2)
-        ax.axhline(1.0, color="k", lw=0.8, ls="--")
-        ax.set(xscale="log", xlabel="per-rank bytes", ylabel="flat / H-A2A time (>1: H-A2A faster)", title=topo)
-        ax.legend(fontsize=8)
-        ax.grid(alpha=0.3)
-    return tight(fig)
+            series.append(Series(f"{rate:g} Mbit/s", [r["bytes"] for r in pts], [r["speedup_mean"] for r in pts], "-o", ms=4,
+                                 band=([min(r["speedups"]) for r in pts], [max(r["speedups"]) for r in pts])))
+        return Panel(topo, "per-rank bytes", "flat / H-A2A time (>1: H-A2A faster)", series,
+                     hlines=[Rule(1.0, color="k", style="--")], log_x=True, grid=True)
+
+    return Plot([panel(topo, rows) for topo, rows in all_rows.items()], panel_size=(5, 3.8))
 
 
 def build(results: PaperResults) -> PaperReport | None:
@@ -62,6 +59,6 @@ def build(results: PaperResults) -> PaperReport | None:
     blocks = ["# HetuMoE: hierarchical vs flat all-to-all (emulated cluster)", intro, *tables(all_rows),
               "The model's extrapolation to GPU-cluster hardware (assumed, not measured) is in "
               "[results/moe/COMM_BENCHMARK.md](../moe/COMM_BENCHMARK.md).",
-              Figure("a2a.png", draw=lambda: plot(all_rows), caption="flat vs H-A2A", dpi=100)]
+              Figure("a2a.png", draw=lambda: draw(plot(all_rows)), caption="flat vs H-A2A", dpi=100)]
     return PaperReport(blocks=blocks, claims=paper_claims(PAPER, results),
                        data={"rows": all_rows, "cluster": sorted(cluster), "seeds": seeds, "commits": commits})
