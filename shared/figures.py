@@ -174,12 +174,13 @@ def _panel(fig: Any, ax: Any, p: Panel) -> None:
     if p.grid:
         ax.grid(alpha=0.3)
     handles, labels = ax.get_legend_handles_labels()
+    top = ax
     if p.twin:
-        ax2 = ax.twinx()
+        top = ax.twinx()
         for s in p.twin:
-            _series(ax2, s)
-        ax2.set_ylabel(p.twin_ylabel)
-        more = ax2.get_legend_handles_labels()
+            _series(top, s)
+        top.set_ylabel(p.twin_ylabel)
+        more = top.get_legend_handles_labels()
         handles, labels = handles + more[0], labels + more[1]
-    if p.legend is not None and labels:
-        ax.legend(handles, labels, fontsize=p.legend, loc=p.legend_loc)
+    if p.legend is not None and labels:  # one legend of both axes, on the one drawn last so no line covers it
+        top.legend(handles, labels, fontsize=p.legend, loc=p.legend_loc)

@@ -42,7 +42,7 @@ def test_bars_heatmap_and_grid() -> None:
     assert len(bars.patches) == 6
     assert [t.get_text() for t in bars.get_xticklabels()] == ["p", "q"]
     assert len(heat.images) == 1 and len(heat.texts) == 4
-    assert [t.get_text() for t in twin.get_legend().get_texts()] == ["map", "s"]
+    assert [t.get_text() for t in fig.axes[-1].get_legend().get_texts()] == ["map", "s"]  # on the twin axis, drawn last
     assert not fig.axes[3].get_visible()  # the grid's fourth cell is empty
 
 

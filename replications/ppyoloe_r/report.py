@@ -17,7 +17,8 @@ from replications.ppyoloe_r.model import PPYOLOER
 from replications.ppyoloe_r.train import weights_path
 from shared.claims import load_claims, paper_claims
 from shared.data import DataError
-from shared.page_blocks import commit_text, interval, pyplot, tight
+from shared.figures import Panel, Plot, Series, draw
+from shared.page_blocks import commit_text, interval
 from shared.paper_report import Block, Claim, Figure, PaperReport, PaperResults, Table
 from shared.stats import summarize
 
@@ -93,19 +94,15 @@ def architecture_blocks(arch: dict | None) -> list[Block]:
     return [head, intro, Table(header, rows, note=note)]
 
 
-def plot_curve(curves: list[tuple[int, list[dict]]]) -> Any:
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(5.5, 3.4), dpi=100)
-    for seed, curve in curves:
-        ax.plot([c["step"] for c in curve], [c["map"] for c in curve], "o-", label=f"val mAP, seed {seed}")
-        ax2 = ax.twinx()
-        ax2.plot([c["step"] for c in curve], [c["seconds"] for c in curve], "s--", color="grey", label="seconds")
-        ax2.set_ylabel("training seconds (one core)")
-    ax.set_xlabel("optimizer step (batch 8)")
-    ax.set_ylabel("val mAP (%)")
-    ax.set_title("PP-YOLOE-R-s from scratch, procedural data")
-    ax.legend(loc="lower right")
-    return tight(fig)
+def plot_curve(curves: list[tuple[int, list[dict]]]) -> Plot:
+    def steps(curve: list[dict]) -> list[int]:
+        return [c["step"] for c in curve]
+
+    return Plot([Panel("PP-YOLOE-R-s from scratch, procedural data", "optimizer step (batch 8)", "val mAP (%)",
+                       [Series(f"val mAP, seed {seed}", steps(curve), [c["map"] for c in curve], "o-") for seed, curve in curves],
+                       twin=[Series("seconds", steps(curve), [c["seconds"] for c in curve], "s--", "grey")
+                             for _, curve in curves],
+                       twin_ylabel="training seconds (one core)", legend=10, legend_loc="lower right")], panel_size=(5.5, 3.4))
 
 
 def plot_dota_examples(weights: Path, images: dict[str, Path], labels: dict[str, Any]) -> Any:
@@ -207,7 +204,7 @@ def build(results: PaperResults) -> PaperReport | None:
                   f"thread, shared machine), {m['steps'] / np.mean(secs):.2f} steps/s; the whole grid "
                   f"{sum(rec['wall_seconds'] for rec in recs.values()) / 60:.1f} min.")
     if curves:
-        blocks.append(Figure("learning_curve.png", draw=lambda: plot_curve(curves), caption="learning_curve"))
+        blocks.append(Figure("learning_curve.png", draw=lambda: draw(plot_curve(curves)), caption="learning_curve"))
     dota = dota_block(results.folder, scale, int(protocol.get("curve_seed", 1)))
     if dota is not None:
         blocks.append(dota)
