@@ -36,6 +36,7 @@ class Series:
     lw: float | None = None
     ms: float | None = None
     hollow: bool = False  # markers drawn as outlines
+    point_labels: list[str] | None = None  # a word written beside each point
 
 
 @dataclass(frozen=True)
@@ -132,6 +133,8 @@ def _series(ax: Any, s: Series) -> None:
         line = ax.plot(s.x, s.y, s.style, label=s.label, **kw)[0]
     if s.band is not None:
         ax.fill_between(s.x, s.band[0], s.band[1], color=line.get_color(), alpha=0.2)
+    for word, x, y in zip(s.point_labels or [], s.x, s.y):
+        ax.annotate(word, (x, y), fontsize=8, xytext=(4, 4), textcoords="offset points")
 
 
 def _panel(fig: Any, ax: Any, p: Panel) -> None:
@@ -140,9 +143,9 @@ def _panel(fig: Any, ax: Any, p: Panel) -> None:
         m = np.asarray(hm.values, dtype=float)
         im = ax.imshow(m, cmap=hm.cmap, vmin=hm.vmin, vmax=hm.vmax, aspect=hm.aspect, interpolation="nearest")
         if hm.annotate is not None:
-            mid = np.nanmean([im.norm.vmin, im.norm.vmax])  # white text on the dark half of the colour map
+            dark = im.norm.vmin + 0.6 * (im.norm.vmax - im.norm.vmin)  # white text below 60% of viridis: dark cells
             for (i, j), v in np.ndenumerate(m):
-                ax.text(j, i, format(v, hm.annotate), ha="center", va="center", color="w" if v < mid else "k")
+                ax.text(j, i, format(v, hm.annotate), ha="center", va="center", color="w" if v < dark else "k")
         if hm.colorbar:
             fig.colorbar(im, ax=ax)
     if p.bars:
@@ -162,8 +165,13 @@ def _panel(fig: Any, ax: Any, p: Panel) -> None:
         ax.set_xscale("log")
     if p.log_y:
         ax.set_yscale("log")
-    if p.xticks is not None:
-        ax.set_xticks(list(p.xticks))
+    if p.xticks is not None:  # a locator, not set_xticks: ticks beyond the data do not widen the axis
+        from matplotlib.ticker import FixedLocator, NullFormatter, ScalarFormatter
+
+        ax.xaxis.set_major_locator(FixedLocator(list(p.xticks)))
+        if p.log_x:  # plain numbers at the ticks; 2x10^2-style minor labels overlap
+            ax.xaxis.set_major_formatter(ScalarFormatter())
+            ax.xaxis.set_minor_formatter(NullFormatter())
     if p.yticklabels is not None:
         ax.set_yticks(range(len(p.yticklabels)), p.yticklabels)
     if p.ylim is not None:

@@ -16,6 +16,7 @@ import numpy as np
 
 from replications.ppocrv3 import measures
 from shared.claims import paper_claims
+from shared.figures import Panel, Plot, Series, draw
 from shared.page_blocks import num, pyplot, tight
 from shared.paper_report import Figure, PaperReport, PaperResults, Table
 
@@ -125,40 +126,25 @@ def dataset_blocks(ds: str, rows: dict[str, dict], inter: dict[str, Any] | None)
     return blocks
 
 
-def plot_pr(details: dict[str, dict[str, dict]], inter: dict[str, Any] | None = None) -> Any:
+def plot_pr(details: dict[str, dict[str, dict]], inter: dict[str, Any] | None = None) -> Plot:
     """Precision/recall against median latency; the interleaved benchmark's latency where it has the engine
     (same images, same moment, so same load), else the main run's."""
-    import matplotlib
+    def panel(ds: str, kind: str, title: str) -> Panel:
+        series = []
+        for name in [m for m in ORDER if m in details[ds]] + sorted(set(details[ds]) - set(ORDER)):
+            m = details[ds][name]["metrics"]
+            x = [(((inter or {}).get("datasets", {}).get(ds) or {}).get("latency", {})).get(name, m)["latency_ms_median"]]
+            colour = COLOR.get(name, "k")
+            series += [Series(None, x, [m[f"test_{kind}_precision"]], "o", colour, point_labels=[LABEL.get(name, name)]),
+                       Series(None, x, [m[f"test_{kind}_recall"]], "s", colour, hollow=True)]
+        return Panel(f"{ds}: {title} (o precision, □ recall)", "median pipeline ms per image (log scale)", "percent", series,
+                     log_x=True, xticks=[100, 200, 300, 500, 1000, 2000, 3000, 5000, 10000], ylim=(0, 100), grid=True,
+                     title_size=10)
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from matplotlib.ticker import FixedLocator, NullFormatter, ScalarFormatter
-
-    sets = [ds for ds in DATASETS if ds in details]
-    source = "interleaved benchmark" if inter else "main run"
-    fig, axes = plt.subplots(len(sets), 2, figsize=(10, 4 * len(sets)), squeeze=False)
-    for r, ds in enumerate(sets):
-        for c, (kind, title) in enumerate([("box", "output boxes"), ("e2e", "end-to-end")]):
-            ax = axes[r][c]
-            for name in [m for m in ORDER if m in details[ds]] + sorted(set(details[ds]) - set(ORDER)):
-                m = details[ds][name]["metrics"]
-                timed = ((inter or {}).get("datasets", {}).get(ds) or {}).get("latency", {})
-                x = timed.get(name, m)["latency_ms_median"]
-                ax.scatter(x, m[f"test_{kind}_precision"], marker="o", color=COLOR.get(name, "k"))
-                ax.scatter(x, m[f"test_{kind}_recall"], marker="s", facecolors="none", edgecolors=COLOR.get(name, "k"))
-                ax.annotate(LABEL.get(name, name), (x, m[f"test_{kind}_precision"]), fontsize=8,
-                            xytext=(4, 4), textcoords="offset points")
-            ax.set_xscale("log")
-            ax.xaxis.set_major_locator(FixedLocator([100, 200, 300, 500, 1000, 2000, 3000, 5000, 10000]))
-            ax.xaxis.set_major_formatter(ScalarFormatter())
-            ax.xaxis.set_minor_formatter(NullFormatter())  # 2x10^2-style minor labels overlap
-            ax.set_xlabel("median pipeline ms per image (log scale)")
-            ax.set_ylabel("percent")
-            ax.set_ylim(0, 100)
-            ax.set_title(f"{ds}: {title} (o precision, □ recall)", fontsize=10)
-            ax.grid(alpha=0.3)
-    fig.suptitle(f"accuracy vs speed, 1 thread; latency from the {source}", fontsize=11)
-    return tight(fig)
+    return Plot([panel(ds, kind, title) for ds in DATASETS if ds in details
+                 for kind, title in [("box", "output boxes"), ("e2e", "end-to-end")]], panel_size=(5, 4), ncols=2,
+                suptitle=f"accuracy vs speed, 1 thread; latency from the {'interleaved benchmark' if inter else 'main run'}",
+                suptitle_size=11)
 
 
 def plot_examples(ds: str, rows: dict[str, dict]) -> Any:
@@ -208,7 +194,7 @@ def build(results: PaperResults) -> PaperReport | None:
     blocks += ["Figures: `figures/pr_vs_latency.png` (standard protocol: precision and recall against median latency,"
                " every engine), `figures/examples_<dataset>.png` (ground truth in green, don't care in yellow,"
                " output lines in red).",
-               Figure("figures/pr_vs_latency.png", draw=lambda: plot_pr(details, inter), caption="accuracy vs speed",
+               Figure("figures/pr_vs_latency.png", draw=lambda: draw(plot_pr(details, inter)), caption="accuracy vs speed",
                       dpi=110)]
     for ds in [d for d in DATASETS if d in details]:
         rows = details[ds]
