@@ -1,15 +1,15 @@
 """Small pieces that several papers' pages (replications/<paper>/report.py) build alike, in one place so every page
 says them the same way: number cells (a dash for a missing value), mean ± std with its interval, the wall-time,
-hardware and commit lines, a reference's words, the arms of a dataset, and the matplotlib set-up of a figure.
+hardware and commit lines, a reference's words, and the matplotlib set-up of a figure.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
+from shared.stats import summarize
 
 DASH = "—"
 CHAR_SECTION = "## Character-level Tiny Shakespeare (nanoGPT's CPU configuration, every FFN an MoE layer)"
@@ -30,9 +30,9 @@ def interval(low: float, high: float, digits: int = 2, signed: bool = False) -> 
 
 
 def mean_std(values: Sequence[float], digits: int = 2) -> str:
-    """'mean ± std' of per-seed values, the suite's sample std (ddof=1); one value has no spread: ± 0."""
-    a = np.asarray(values, dtype=float)
-    return f"{a.mean():.{digits}f} ± {a.std(ddof=1) if len(a) > 1 else 0.0:.{digits}f}"
+    """'mean ± std' of per-seed values by shared.stats.summarize (sample std, ddof=1; one value: ± 0)."""
+    s = summarize(list(values))
+    return f"{s['mean']:.{digits}f} ± {s['std']:.{digits}f}"
 
 
 def agg_text(agg: Mapping[str, float], digits: int = 2, ci: bool = False) -> str:
@@ -62,17 +62,6 @@ def reference_text(entry: Mapping[str, Any], digits: int = 2) -> str:
     std = f" ± {entry['std']:.{digits}f}" if entry.get("std") is not None else ""
     copied = f", copied by {entry['copied_by']}" if entry.get("copied_by") else ""
     return f"{entry['value']:.{digits}f}{std} ({entry.get('kind', 'paper')}{copied})"
-
-
-def reported_value(paper: Mapping[str, Any], dataset: str, model: str, metric: str) -> float | None:
-    """The value of the first paper.yaml ``reported`` entry for (dataset, model, metric), None when none is known."""
-    return next((float(e["value"]) for e in paper["reported"] if e.get("value") is not None
-                 and (e["dataset"], e["model"], e["metric"]) == (dataset, model, metric)), None)
-
-
-def arms(results: Any, dataset: str, order: Iterable[str]) -> dict[str, dict[str, Any]]:
-    """The records of ``dataset`` (a PaperResults) for the models in ``order``, in that order; absent ones left out."""
-    return {m: r for m in order if (r := results.record(dataset, m)) is not None}
 
 
 def pyplot() -> Any:

@@ -6,7 +6,6 @@ import math
 
 from shared.page_blocks import (
     agg_text,
-    arms,
     commit_text,
     hardware_line,
     interval,
@@ -14,10 +13,8 @@ from shared.page_blocks import (
     minutes,
     num,
     reference_text,
-    reported_value,
     tight,
 )
-from shared.paper_report import PaperResults
 
 
 def test_num_dash_for_missing() -> None:
@@ -54,15 +51,6 @@ def test_reference_words_and_lookup() -> None:
     assert reference_text({"value": 64.425, "kind": "paper"}) == "64.42 (paper)"
     assert reference_text({"value": 1.0, "std": 0.25, "kind": "paper", "copied_by": "B"}) == "1.00 ± 0.25 (paper, copied by B)"
     assert reference_text({"value": 1.0}) == "1.00 (paper)"
-    paper = {"reported": [{"dataset": "d", "model": "m", "metric": "acc", "value": None},
-                          {"dataset": "d", "model": "m", "metric": "acc", "value": 76}]}
-    assert reported_value(paper, "d", "m", "acc") == 76.0 and reported_value(paper, "d", "m", "f1") is None
-
-
-def test_arms_in_the_given_order(tmp_path) -> None:
-    records = {("d", "b"): {"model": "b"}, ("d", "a"): {"model": "a"}, ("e", "a"): {"model": "a"}}
-    results = PaperResults("p", tmp_path, records)
-    assert list(arms(results, "d", ["a", "c", "b"])) == ["a", "b"]
 
 
 def test_tight_returns_the_figure() -> None:

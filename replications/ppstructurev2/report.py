@@ -22,9 +22,12 @@ from matplotlib.patches import Rectangle  # noqa: E402
 from replications.ocr.details import run_details
 from replications.ppstructurev2.table import structure_of_html  # noqa: E402
 from shared.claims import paper_claims  # noqa: E402
-from shared.page_blocks import num, reported_value  # noqa: E402
+from shared.page_blocks import num  # noqa: E402
 from shared.paper_report import Figure, PaperReport, PaperResults, Table  # noqa: E402
-from shared.reference import load_paper  # noqa: E402
+from shared.reference import (
+    load_paper,  # noqa: E402
+    reported_for,  # noqa: E402
+)
 from shared.verdict import NOT_TESTABLE  # noqa: E402
 
 PAPER = Path(__file__).with_name("paper.yaml")
@@ -140,7 +143,8 @@ def table_section(paper: dict, found: dict[str, dict]) -> list[Any]:
                      f"{m['latency_ms_mean']:.0f} ms ({m['structure_latency_ms_mean']:.0f} + "
                      f"{m['ocr_latency_ms_mean']:.0f}), {d['threads']} thread(s)",
                      f"{m['cpu_latency_ms_mean']:.0f} ms ({m['structure_cpu_latency_ms_mean']:.0f})"])
-    acc, teds_ref, lat = (reported_value(paper, "pubtabnet", "slanet", k) for k in ("test_acc", "test_teds", "latency_ms_mean"))
+    refs = reported_for(paper, "pubtabnet", "slanet")  # the entry each metric is judged against (shared.reference)
+    acc, teds_ref, lat = (refs.get(k, {}).get("value") for k in ("test_acc", "test_teds", "latency_ms_mean"))
     rows.append(["paper (9,115 tables)", "9,115", num(acc), "—", num(teds_ref), "—", "—", "—",
                  f"{num(lat, 0)} ms (Xeon Gold 6148, 10 threads)", "—"])
     header = ["data", "tables", "Acc (exact structure) [95 % Wilson]", "TEDS-Struct", "TEDS end to end",
@@ -192,7 +196,7 @@ def layout_section(paper: dict, d: dict, wanted: list[str]) -> list[Any]:
                a["se_blocks"] == 2 and a["hardswish"] > 0),
               ("parameters / file", f"{a['parameters'] / 1e6:.2f} M / {a['file_bytes'] / 1e6:.1f} MB (ONNX fp32)",
                "9.7 MB (PubLayNet model, Paddle inference files)", None)]
-    lat = reported_value(paper, "publaynet", "picodet_lcnet_publaynet", "latency_ms_mean")
+    lat = reported_for(paper, "publaynet", "picodet_lcnet_publaynet").get("latency_ms_mean", {}).get("value")
     table = Table(["check", "released CDLA ONNX", "fact sheet", "agrees"],
                   [[k, ours, ref, "—" if ok is None else ("yes" if ok else "no")] for k, ours, ref, ok in checks])
     return ["## Layout analysis (PicoDet-LCNet, CDLA model)", table,

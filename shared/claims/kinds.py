@@ -18,7 +18,6 @@ status always comes from shared.verdict; the interval from shared.claims.interva
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -141,6 +140,3 @@ KINDS: dict[str, Callable[[dict[str, Any], Samples], Outcome]] = {
     "threshold": threshold, "within_tolerance": within_tolerance, "steps_to_target": steps_to_target, "sign": sign,
 }
 
-
-def finite(samples: Samples) -> bool:
-    return all(not math.isnan(v) for unit_values in samples.values() for v in unit_values.values())
