@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -112,3 +113,15 @@ def test_unknown_claim_or_device_is_refused(tmp_path: Path, capsys: pytest.Captu
 def test_merge_refuses_a_folder_that_is_no_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert gpu_check.main(["merge", str(tmp_path), "--results", str(tmp_path / "r")]) == 2
     assert "not a gpu-check run folder" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(not os.environ.get("REPLICATIONS_MIRROR"), reason="no data mirror: the stage scripts copy from it")
+@pytest.mark.parametrize("script, files", [
+    ("replications/evomoe/gpu/stage.sh", ["data/wikitext-2/wiki.train.tokens", "data/wikitext-2/wiki.test.tokens"]),
+    ("replications/rep/gpu/stage.sh", ["data/FB15k-237/raw/train.txt", "data/WN18RR/raw/test.txt"]),
+])
+def test_the_stage_scripts_a_gpu_session_runs_first_copy_their_data(tmp_path, script, files):
+    """The GPU recipe's first step (conf/gpu_check.yaml): each stage script fills data/ in its folder."""
+    done = subprocess.run(["bash", str(REPO_ROOT / script)], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert all((tmp_path / f).stat().st_size > 0 for f in files)
