@@ -215,10 +215,11 @@ def _interrupt_after_first_seed(command: list[str], cwd: Path) -> tuple[int, str
     return proc.returncode, err
 
 
-# 200 seeds of ~0.1 s: the run must still be going when the signal comes, even when a loaded machine delivers the
-# "seed 1:" line seconds late (with 20 seeds a loaded CI machine saw the whole run end first).
-SEEDS = 200
-SMOKE = ["dataset=tolokers", "scale=smoke", "tracker=none", f"scale.seeds=[{','.join(map(str, range(1, SEEDS + 1)))}]"]
+# Tolokers has 10 official splits (seeds 0-9). At smoke size a seed took ~0.1 s, so on a loaded CI machine the run
+# could end (or reach an invalid seed) before the signal came: 60 epochs without early stopping make each ~1.3 s.
+SEEDS = 10
+SMOKE = ["dataset=tolokers", "scale=smoke", "tracker=none", f"scale.seeds=[{','.join(map(str, range(SEEDS)))}]",
+         "scale.max_epochs=60", "scale.patience=1000"]
 
 
 def kept_line(err: str, partial: str) -> list[int]:
@@ -303,3 +304,14 @@ def test_every_moe_paper_refuses_a_batch_larger_than_the_training_set(paper, mod
     train = torch.zeros(6500, dtype=torch.long)
     with pytest.raises(ConfigError, match=r"batch_size=100000 is larger than the training set allows"):
         fit_loop(cfg, None, train, train, lambda *a: None)  # refused before the model is touched
+
+
+@needs_tolokers
+def test_a_seed_past_tolokers_splits_is_refused_before_any_seed_trains(tmp_path):
+    """Seeds 8-11 on Tolokers' 10 splits trained 8 and 9, then raised a traceback at 10; now one line, nothing run."""
+    done = subprocess.run([sys.executable, "-m", "replications", "paper=gaga", "model=gaga_mlp", "dataset=tolokers",
+                           "scale=smoke", "tracker=none", "scale.seeds=[8,9,10,11]", f"paths.results_dir={tmp_path}/out"],
+                          cwd=tmp_path, env=env(), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2, done.stderr
+    one_error_line(done.stderr, "tolokers has 10 official splits, seeds 0-9; seed(s) [10, 11] name none")
+    assert "seed 8:" not in done.stdout and not list((tmp_path / "out").rglob("*.json"))

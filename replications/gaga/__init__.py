@@ -19,7 +19,7 @@ from replications.gaga.grouping import group_ids, group_sequences
 from replications.gaga.metrics import evaluate_split
 from replications.gaga.model import GAGA
 from replications.gaga.train import fit, predict, steps_per_epoch
-from shared.config_check import given
+from shared.config_check import ConfigError, given
 from shared.paper_report import PaperReport, PaperResults
 from shared.replication import LogFn, Replication, Run
 
@@ -34,13 +34,23 @@ def union_edge_index(graph: gdata.FraudGraph) -> torch.Tensor:
     return torch.from_numpy(np.vstack([coo.row, coo.col]).astype(np.int64))
 
 
+def check_seeds(graph: gdata.FraudGraph, seeds: tuple[int, ...]) -> None:
+    """On a dataset with several official splits (Tolokers: seed s = split s), every seed must name one."""
+    if len(graph.splits) > 1 and not all(0 <= s < len(graph.splits) for s in seeds):
+        bad = [s for s in seeds if not 0 <= s < len(graph.splits)]
+        raise ConfigError(f"{graph.name} has {len(graph.splits)} official splits, seeds 0-{len(graph.splits) - 1}; "
+                          f"seed(s) {bad} name none: give scale.seeds within 0-{len(graph.splits) - 1}")
+
+
 class GAGAReplication(Replication):
     name = "gaga"
     paper_file = Path(__file__).with_name("paper.yaml")
 
     def load_data(self, run: Run) -> dict[str, Any]:
         d = run.cfg.dataset
-        return self.prepare(run, gdata.load(d.name, normalize=d.get("row_normalize", True)))
+        graph = gdata.load(d.name, normalize=d.get("row_normalize", True))
+        check_seeds(graph, run.seeds)  # before any seed trains: a seed past the official splits failed mid-protocol
+        return self.prepare(run, graph)
 
     def prepare(self, run: Run, graph: gdata.FraudGraph) -> dict[str, Any]:
         """Tensors for run.cfg.model from any FraudGraph (also the synthetic ones of the tests). ``sequences``
