@@ -10,7 +10,7 @@ PAPERS := $(patsubst replications/%/paper.yaml,%,$(wildcard replications/*/paper
 # `make replicate-pshgcn dataset=acm` narrows a replication to one dataset (or model=...).
 NARROW := $(if $(dataset),dataset=$(dataset)) $(if $(model),model=$(model))
 
-.PHONY: venv test smoke report readme-times verify lint clean-cache gpu-check gpu-merge $(addprefix replicate-,$(PAPERS))
+.PHONY: venv test smoke ladder report readme-times verify lint clean-cache gpu-check gpu-merge $(addprefix replicate-,$(PAPERS))
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml constraints.txt
@@ -65,6 +65,16 @@ replicate-%:
 # A bare `make replicate-` (an empty stem matches no pattern: make's built-in rules said "unknown paper '.o'").
 replicate-:
 	@echo "name a paper: make replicate-<paper>; valid: $(PAPERS)" >&2; exit 2
+
+# The MoE quality claims across model sizes on the CPU (issue 40): the Tiny Shakespeare ladder's rungs beside the
+# protocol's own 4 x d128 (make replicate-<paper> dataset=tinyshakespeare), smallest first, each paper's ladder arms
+# (replicate.models_for); resumable seed by seed. Cost per rung: conf/dataset/tinyshakespeare_<layers>x<d>.yaml.
+LADDER_RUNGS ?= tinyshakespeare_2x64 tinyshakespeare_6x192
+LADDER_PAPERS ?= evomoe ta_moe flexmoe
+ladder: venv
+	@for d in $(LADDER_RUNGS); do for p in $(LADDER_PAPERS); do \
+	echo "$(PY) -m replications.replicate $$p dataset=$$d $(CLI_OVERRIDES)"; \
+	$(PY) -m replications.replicate $$p dataset=$$d $(CLI_OVERRIDES) $(ARGS) || exit $$?; done; done
 
 # Re-run a few seeds of a committed result from its stored config and compare: make verify RESULT=results/gaga/tolokers/gaga.json ARGS="--seeds 0"
 verify: venv

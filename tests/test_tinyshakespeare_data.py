@@ -48,6 +48,6 @@ def test_a_paper_refuses_a_corpus_it_does_not_list():
     from replications.moe import corpora
 
     with pytest.raises(ValueError, match="ta_moe has no loader for dataset 'tinyshakespeare'; valid: wikitext2"):
-        corpora.load_for("tinyshakespeare", "ta_moe", ["wikitext2"])
+        corpora.load_for({"name": "tinyshakespeare"}, "ta_moe", ["wikitext2"])
     with pytest.raises(ValueError, match="valid: wikitext2, tinyshakespeare"):
-        corpora.load_for("wikitext103", "evomoe", ["wikitext2", "tinyshakespeare"])
+        corpora.load_for({"name": "wikitext103"}, "evomoe", ["wikitext2", "tinyshakespeare"])

@@ -28,7 +28,7 @@ class EvoMoEReplication(Replication):
     paper_file = Path(__file__).with_name("paper.yaml")
 
     def load_data(self, run: Run) -> Any:
-        return corpora.load_for(run.dataset, self.name, list(run.cfg.paper.datasets))
+        return corpora.load_for(run.cfg.dataset, self.name, list(run.cfg.paper.datasets))
 
     def build_model(self, run: Run, data: Any) -> GPT:
         p, m = run.cfg.paper.protocol, run.cfg.model

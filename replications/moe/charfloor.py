@@ -12,6 +12,8 @@ import functools
 import math
 from typing import Any
 
+from replications.moe import corpora
+
 # Why 0.3 nats/char: half the gap between the bigram floor (2.484) and nanoGPT's documented dense run (1.88), so
 # every arm has gone at least halfway from character-pair statistics to a model that uses context (perplexity at
 # most 0.74x the bigram's: "beats the bigram by a wide margin", issue 29), and 15x the ~0.02 uncertainty of
@@ -55,7 +57,7 @@ def untestable(records: dict[str, dict[str, Any]], floor: float | None, conseque
 def requirement(results: Any, dataset: str | None, spec: Any) -> str | None:
     """The claim spec's precondition (``requires: ["replications.moe.charfloor:requirement"]``): on Tiny
     Shakespeare, why the claim's arms (``spec.arms``) cannot be judged there (None: they can; other datasets: None)."""
-    if dataset != "tinyshakespeare":
-        return None
     records = {arm: r for arm in spec.arms if (r := results.record(dataset, arm)) is not None}
+    if not dataset or any(corpora.record_corpus(r) != "tinyshakespeare" for r in records.values()):
+        return None
     return untestable(records, bigram_floor(), "so the comparison says nothing about the claim")

@@ -5,7 +5,7 @@ Shakespeare (character level, shared/data/tinyshakespeare.py). Each has ``vocab`
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from replications.moe import wikitext
@@ -17,11 +17,23 @@ LOADERS: dict[str, Callable[[], Any]] = {"wikitext2": wikitext.load, "tinyshakes
 CHAR_CLAIM_SUFFIX = " (Tiny Shakespeare)"
 
 
-def load_for(dataset: str, paper: str, supported: Sequence[str]) -> Any:
-    """The corpus of `dataset` for a paper whose protocol runs on `supported`: any other name is a clear error."""
-    if dataset not in supported or dataset not in LOADERS:
-        raise ValueError(f"{paper} has no loader for dataset '{dataset}'; valid: {', '.join(supported)}")
-    return LOADERS[dataset]()
+def corpus_of(dataset: Mapping[str, Any]) -> str:
+    """The corpus a dataset config (or a record's ``config.dataset``) trains on: its ``corpus`` key where it has
+    one (a rung of the Tiny Shakespeare scale ladder, conf/dataset/tinyshakespeare_<layers>x<d>.yaml), else its name."""
+    return str(dataset.get("corpus") or dataset["name"])
+
+
+def record_corpus(record: Mapping[str, Any]) -> str:
+    """The corpus a result record was trained on (its config's dataset; a record without one: its dataset name)."""
+    return corpus_of(record.get("config", {}).get("dataset") or {"name": record["dataset"]})
+
+
+def load_for(dataset: Mapping[str, Any], paper: str, supported: Sequence[str]) -> Any:
+    """The corpus of the `dataset` config for a paper whose protocol runs on `supported`: any other is a clear error."""
+    name, corpus = str(dataset["name"]), corpus_of(dataset)
+    if name not in supported or corpus not in LOADERS:
+        raise ValueError(f"{paper} has no loader for dataset '{name}'; valid: {', '.join(supported)}")
+    return LOADERS[corpus]()
 
 
 def has_test(corpus: Any) -> bool:

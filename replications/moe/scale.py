@@ -13,6 +13,8 @@ from typing import Any
 import torch
 from omegaconf import OmegaConf
 
+from replications.moe import corpora
+
 # The vocabulary each corpus's models are built with (replications/moe/corpora.py; the counts are checked on the
 # mirror by tests/test_evomoe_charclaims.py): a model is rebuilt from its record's config without loading the data.
 VOCAB = {"tinyshakespeare": 65, "wikitext2": 33278}
@@ -21,9 +23,10 @@ VOCAB = {"tinyshakespeare": 65, "wikitext2": 33278}
 def model_from_record(replication: Any, record: dict[str, Any]) -> torch.nn.Module:
     """The record's model, built on the CPU from its own config (untrained: only its shape is wanted)."""
     cfg = OmegaConf.create(record["config"])
+    corpus = corpora.record_corpus(record)
     with torch.random.fork_rng(devices=[]):  # the init draws numbers: leave the caller's generator as it was
         return replication.build_model(SimpleNamespace(cfg=cfg, device="cpu"),
-                                       SimpleNamespace(vocab=range(VOCAB[record["dataset"]])))
+                                       SimpleNamespace(vocab=range(VOCAB[corpus])))
 
 
 def _count(n: float) -> str:

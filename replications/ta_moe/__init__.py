@@ -33,7 +33,7 @@ class TAMoEReplication(Replication):
     paper_file = Path(__file__).with_name("paper.yaml")
 
     def load_data(self, run: Run) -> Any:
-        return corpora.load_for(run.dataset, self.name, list(run.cfg.paper.datasets))
+        return corpora.load_for(run.cfg.dataset, self.name, list(run.cfg.paper.datasets))
 
     def gate_options(self, cfg: DictConfig) -> tuple[dict[str, Any], dict[str, Any]]:
         """The gate's options (world size, topology row source) and the resolved cluster bandwidths."""

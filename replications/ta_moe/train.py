@@ -21,14 +21,15 @@ import torch
 from omegaconf import DictConfig
 from torch import Tensor
 
+from replications.moe import corpora
 from replications.moe.lm import GPT
 from replications.moe.lmtrain import fit_loop
 
 
 def dispatch_window(cfg: DictConfig) -> int:
-    """Steps per recorded dispatch entry for this run's dataset (1: every step's matrices, as counted)."""
+    """Steps per recorded dispatch entry for this run's corpus (1: every step's matrices, as counted)."""
     windows = cfg.paper.protocol.get("dispatch_window")
-    dataset = str(cfg.dataset.name)
+    dataset = corpora.corpus_of(cfg.dataset)
     if windows is None:
         return 1
     if dataset not in windows or int(windows[dataset]) < 1:

@@ -1,0 +1,19 @@
+"""The config's own arithmetic, registered once for every entry point (shared/__init__.py imports this module).
+
+``${times:4,${paper.protocol.d_model}}``: a width stated as a multiple of another value, so a model file keeps its
+ratio (an FFN 4 x d_model wide) when a protocol changes d_model (the MoE papers' scale ladder,
+conf/dataset/tinyshakespeare_<layers>x<d>.yaml). Integers stay integers: the result is a layer width.
+"""
+
+from __future__ import annotations
+
+from omegaconf import OmegaConf
+
+
+def times(factor: float, value: float) -> int | float:
+    product = factor * value
+    return int(product) if float(product).is_integer() else product
+
+
+if not OmegaConf.has_resolver("times"):
+    OmegaConf.register_new_resolver("times", times)
