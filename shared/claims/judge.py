@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from shared.claims.display import effect_text, scale_note, scale_ratio, status_text
 from shared.claims.kinds import KINDS, Outcome
 from shared.claims.spec import ClaimSpec, ClaimSpecError, load_claims
+from shared.claims.trend import Rung, fit
 from shared.paper_report import Claim, PaperResults
 from shared.verdict import NOT_RUN, NOT_TESTABLE, checked
 
@@ -47,6 +48,7 @@ class Verdict:
     scale_ratio: float | None = None
     scale_note: str = ""  # 'at 0.81M params (claim: 1.5B)' when reached far below the claim's scale
     arms: tuple[str, ...] = ()  # the judge's arms (arm, baseline), for a page that tabulates per arm
+    trend: dict[str, Any] | None = None  # the same judge across the spec's sizes (shared.claims.trend.Trend.as_json)
 
     def __post_init__(self) -> None:
         checked(self.status)
@@ -178,9 +180,39 @@ def _finish(spec: ClaimSpec, base: dict[str, Any], scale_fields: dict[str, Any],
                    scale_note=scale_note(scale_fields["scale"], spec.claim_scale))
 
 
+def size_trend(spec: ClaimSpec, results: PaperResults) -> dict[str, Any] | None:
+    """The spec's judge at each of its sizes (a scale ladder's datasets) that has records, and the slope of its
+    effect against log10(active parameters) (shared.claims.trend); None when fewer than two sizes were measured."""
+    rungs = []
+    for dataset in spec.sizes:
+        v = judge_claim(spec, results, dataset)
+        params = v.scale.get("active_params") or v.scale.get("params")
+        if v.effect is None or not params or v.status == NOT_RUN:
+            continue
+        low, high = v.interval if v.interval else (None, None)
+        rungs.append(Rung(dataset, float(params), float(v.effect), low, high, v.n, v.method or "t", v.status))
+    if len(rungs) < 2:
+        return None
+    claim_params = spec.claim_scale.get("active_params") or spec.claim_scale.get("params")
+    return fit(rungs, str((spec.judge or {}).get("claimed", "positive")), _unit(spec, rungs),
+               claim_params).as_json()
+
+
+def _unit(spec: ClaimSpec, rungs: list[Rung]) -> str:
+    return str(per_dataset_value((spec.judge or {}).get("unit", ""), rungs[0].dataset) or "")
+
+
 def judge_paper(specs: list[ClaimSpec], results: PaperResults) -> list[Verdict]:
-    """Every spec's verdict, per dataset where the spec says so, in paper.yaml order."""
-    return [judge_claim(spec, results, dataset) for spec in specs for dataset in (spec.per_dataset or (None,))]
+    """Every spec's verdict, per dataset where the spec says so, in paper.yaml order; the dataset of a spec's
+    sizes carries the trend across them."""
+    out = []
+    for spec in specs:
+        for dataset in spec.per_dataset or (None,):
+            verdict = judge_claim(spec, results, dataset)
+            if dataset in spec.sizes:
+                verdict = replace(verdict, trend=size_trend(spec, results))
+            out.append(verdict)
+    return out
 
 
 def as_claim(verdict: Verdict) -> Claim:

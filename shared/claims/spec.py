@@ -10,6 +10,8 @@ One schema for every paper (the README's "Adding a paper" shows it)::
       verified: false                   # was the text read from the source itself
       claim_scale: {active_params: 3.5e8, tokens: ..., hardware: "...", text: "GPT-Medium MoE, openwebtext2"}
       per_dataset: [wikitext2, tinyshakespeare]   # one verdict per dataset from this one spec
+      sizes: [tinyshakespeare_2x64, tinyshakespeare, tinyshakespeare_6x192]   # the same judge at other model
+                                        # sizes (a scale ladder): the per_dataset verdict among them gets the trend
       requires: ["replications.moe.charfloor:requirement"]   # named preconditions (module:function)
       caveat: "..."                     # shown beside the status
       judge: {kind: paired_difference, metric: test_ppl, arms: [ta_moe, gshard], pairing: seed,
@@ -35,7 +37,7 @@ CLAIMED = ("positive", "negative", "none")
 SOURCE_KINDS = ("paper", "authors_release", "authors_artifacts", "authors_code_run", "independent_artifacts",
                 "secondary", "suite")  # shared.reference.KINDS, plus the suite's own claims (e.g. matching official code)
 TOP_KEYS = {"id", "text", "short", "source", "source_kind", "verified", "claim_scale", "per_dataset", "requires",
-            "caveat", "judge", "not_testable", "notes"}
+            "caveat", "judge", "not_testable", "notes", "sizes"}
 SCALE_KEYS = {"params", "active_params", "tokens", "steps", "hardware", "dataset", "text"}
 # What each judge kind needs beyond `kind` (shared.claims.kinds documents what it does with them).
 KIND_KEYS: dict[str, set[str]] = {
@@ -70,6 +72,7 @@ class ClaimSpec:
     not_testable: str | None = None
     per_dataset: tuple[str, ...] = ()
     requires: tuple[str, ...] = ()
+    sizes: tuple[str, ...] = ()
     caveat: str = ""
     notes: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
@@ -136,16 +139,21 @@ def parse_claim(entry: Any, paper: str, where: str) -> ClaimSpec:
         _check_judge(judge, where, cid)
     per_dataset = entry.get("per_dataset") or []
     requires = entry.get("requires") or []
-    for key, value in (("per_dataset", per_dataset), ("requires", requires)):
+    sizes = entry.get("sizes") or []
+    for key, value in (("per_dataset", per_dataset), ("requires", requires), ("sizes", sizes)):
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise _fail(where, cid, key, f"is {value!r}", "give a list of names")
+    if sizes and (judge is None or len(sizes) < 2 or not set(sizes) & set(per_dataset)):
+        raise _fail(where, cid, "sizes", f"is {sizes!r}", "a judged claim's sizes list >= 2 datasets (model sizes), one "
+                                                           "of them in its per_dataset (the verdict that shows the trend)")
     for name in requires:
         if ":" not in name:
             raise _fail(where, cid, "requires", f"names '{name}'", "write a precondition as 'module.path:function'")
     return ClaimSpec(paper=paper, id=cid, text=entry["text"], short=entry["short"], source=entry["source"],
                      source_kind=entry["source_kind"], verified=entry.get("verified"), claim_scale=dict(scale),
                      judge=dict(judge) if judge else None, not_testable=reason, per_dataset=tuple(per_dataset),
-                     requires=tuple(requires), caveat=str(entry.get("caveat") or ""), notes=str(entry.get("notes") or ""))
+                     requires=tuple(requires), sizes=tuple(sizes), caveat=str(entry.get("caveat") or ""),
+                     notes=str(entry.get("notes") or ""))
 
 
 def _check_judge(judge: Any, where: str, cid: str) -> None:
