@@ -24,7 +24,7 @@ def test_equal_weights_by_hand() -> None:
     # x = 5, 6, 7; y = 0.1, 0.2, 0.3; se 0.05 each -> w = 400: slope 0.1, Sxx = 800, se(slope) = sqrt(1/800),
     # pooled df = 3 x (3 - 1) = 6, t(6) = 2.446912 -> half-width 0.0865114
     t = fit([rung(1e7, 0.3, 0.05), rung(1e5, 0.1, 0.05), rung(1e6, 0.2, 0.05)], claimed="positive")
-    assert t.slope == pytest.approx(0.1)
+    assert t.slope == pytest.approx(0.1) and t.intercept == pytest.approx(-0.4)  # 0.2 = b + 0.1 x 6
     assert t.high - t.slope == pytest.approx(2.446912 * math.sqrt(1 / 800), rel=1e-6)
     assert t.reading == TOWARD and [r.params for r in t.rungs] == [1e5, 1e6, 1e7]
     assert fit(t.rungs, claimed="negative").reading == AWAY  # an effect that should fall, rising
@@ -60,6 +60,7 @@ def test_standard_error_inverts_the_interval() -> None:
     boot = Rung("d", 1e5, 0.0, -1.959964, 1.959964, 100, method="bootstrap")
     assert standard_error(boot) == pytest.approx(1.0)
     assert standard_error(rung(1e5, 0.1, None, 1)) is None
+    assert standard_error(Rung("d", 1e5, 0.5, 0.4, 0.6, 2, method="range")) is None  # a range is no CI
 
 
 def test_text_names_sizes_and_the_claim_scale() -> None:

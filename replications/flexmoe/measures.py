@@ -17,6 +17,7 @@ import numpy as np
 from scipy import stats as sstats
 
 from replications.flexmoe import stats
+from replications.moe import corpora
 from replications.moe.lm import GPT
 from shared.claims import ClaimSpec
 from shared.paper_report import PaperResults
@@ -115,10 +116,11 @@ def scale(results: PaperResults, dataset: str | None, spec: ClaimSpec) -> dict[s
     steps = first["runs"][0]["train"]["steps"]  # the steps run (scale.max_epochs caps the protocol's)
     tokens = steps * p["batch_size"] * p["seq_len"]
     hardware = (first.get("environment") or {}).get("hardware", {}).get("cpu", "unknown")
-    text = (f"{NAMES[dataset]}, a {p['layers']}-layer d{p['d_model']} GPT-MoE with E = {'/'.join(map(str, experts))} "
+    corpus = corpora.record_corpus(first)  # a scale ladder's rung trains on its corpus at another model size
+    text = (f"{NAMES[corpus]}, a {p['layers']}-layer d{p['d_model']} GPT-MoE with E = {'/'.join(map(str, experts))} "
             f"experts, {_span([a / 1e6 for _, a in sizes], '.2f')}M non-embedding parameters per token "
             f"({_span([t / 1e6 for t, _ in sizes], '.1f')}M in all), {steps} steps of {p['batch_size']} x {p['seq_len']} "
-            f"{UNITS[dataset]} ({tokens / 1e6:.2f}M per seed), {len(first['runs'])} seed(s)")
+            f"{UNITS[corpus]} ({tokens / 1e6:.2f}M per seed), {len(first['runs'])} seed(s)")
     return {"active_params": max(a for _, a in sizes), "params": max(t for t, _ in sizes), "steps": steps,
             "tokens": tokens, "dataset": dataset, "hardware": hardware, "text": text}
 

@@ -6,7 +6,8 @@ Each rung is one verdict of the same judge (its effect, interval, n seeds, activ
 weighted least-squares fit of effect on log10(params), each rung weighted by 1 / se^2, its standard error taken back
 from its own interval (half-width / the t quantile of its n - 1 degrees of freedom; 1.96 for a bootstrap). The
 slope's interval uses Student's t with the rungs' pooled degrees of freedom, sum(n_i - 1), not the normal: each se
-rests on few seeds. Without a spread at every rung (one seed), an unweighted fit with k - 2 degrees of freedom;
+rests on few seeds. Without a spread at every rung (one seed, or a min-max range), an unweighted fit with k - 2
+degrees of freedom;
 two rungs or fewer: no interval.
 
 Reading, for a claim of a positive effect (``claimed: positive``): the interval above 0 "moves toward the claim",
@@ -54,6 +55,7 @@ class Trend:
     rungs: tuple[Rung, ...]
     unit: str = ""
     claim_params: float | None = None
+    intercept: float | None = None  # the fitted line: effect = intercept + slope x log10(params)
 
     @property
     def text(self) -> str:
@@ -71,8 +73,11 @@ class Trend:
 
 
 def standard_error(rung: Rung) -> float | None:
-    """The rung's se, from its interval: half-width over the quantile that made it (None without a spread)."""
-    if rung.n < 2 or rung.low is None or rung.high is None or math.isnan(rung.low) or math.isnan(rung.high):
+    """The rung's se, from its interval: half-width over the quantile that made it (None without a spread, and for
+    a range, which is no confidence interval)."""
+    if rung.method not in ("t", "bootstrap") or rung.n < 2 or rung.low is None or rung.high is None:
+        return None
+    if math.isnan(rung.low) or math.isnan(rung.high):
         return None
     quantile = 1.959964 if rung.method == "bootstrap" else float(stats.t.ppf(0.5 + LEVEL / 2, rung.n - 1))
     return max((rung.high - rung.low) / 2 / quantile, 1e-12)
@@ -102,17 +107,18 @@ def fit(rungs: Sequence[Rung], claimed: str, unit: str = "", claim_params: float
         df = sum(r.n - 1 for r in ordered)
         xm = float(np.sum(w * x) / np.sum(w))
         sxx = float(np.sum(w * (x - xm) ** 2))
-        slope = float(np.sum(w * (x - xm) * (y - np.sum(w * y) / np.sum(w))) / sxx)
+        ym = float(np.sum(w * y) / np.sum(w))
+        slope = float(np.sum(w * (x - xm) * (y - ym)) / sxx)
         se = math.sqrt(1.0 / sxx)
     else:  # no spread somewhere: ordinary least squares, residual degrees of freedom
         df = len(ordered) - 2
-        xm = float(x.mean())
+        xm, ym = float(x.mean()), float(y.mean())
         sxx = float(np.sum((x - xm) ** 2))
-        slope = float(np.sum((x - xm) * (y - y.mean())) / sxx)
+        slope = float(np.sum((x - xm) * (y - ym)) / sxx)
         if df < 1:
-            return Trend(slope, None, None, UNKNOWN, ordered, unit, claim_params)
-        residual = y - (y.mean() + slope * (x - xm))
+            return Trend(slope, None, None, UNKNOWN, ordered, unit, claim_params, ym - slope * xm)
+        residual = y - (ym + slope * (x - xm))
         se = math.sqrt(float(np.sum(residual ** 2)) / df / sxx)
     half = float(stats.t.ppf(0.5 + LEVEL / 2, df)) * se
     low, high = slope - half, slope + half
-    return Trend(slope, low, high, reading(low, high, claimed), ordered, unit, claim_params)
+    return Trend(slope, low, high, reading(low, high, claimed), ordered, unit, claim_params, ym - slope * xm)
