@@ -24,7 +24,7 @@ from typing import Any
 
 from shared.atomic import write_json_atomic, write_text_atomic
 from shared.paths import REPO_ROOT, RESULTS
-from shared.report_data import scan
+from shared.report.content import scan
 
 MARK = re.compile(r"<!-- wall-time (?P<sel>[\w./:-]+) -->(?P<text>.*?)<!-- /wall-time -->", re.S)
 TIMINGS_NAME = "timings.json"  # beside the records it summarises: results/timings.json

@@ -4,7 +4,7 @@ A paper package (``replications/<paper>/``) exposes ``REPLICATION``, an instance
 builds one ``Run`` per (dataset, model) and hands it to every method: ``load_data`` once, then per seed
 ``build_model`` -> ``train`` -> ``evaluate`` (which receives what ``train`` returned, so no paper keeps
 per-run state on its module-level object). After the protocol, ``report`` turns the paper's result
-records into its page as data (shared.paper_report); shared.report writes it. No method writes result files.
+records into its page as data (shared.report.paper_hook); shared.report writes it. No method writes result files.
 Metrics are returned in the units the paper reports (e.g. F1 in percent) so they compare directly.
 """
 
@@ -18,7 +18,7 @@ from typing import Any
 
 from omegaconf import DictConfig
 
-from shared.paper_report import PaperReport, PaperResults
+from shared.report.paper_hook import PaperReport, PaperResults
 
 LogFn = Callable[[dict[str, float], int], None]  # (metrics, step) -> None, e.g. per-epoch curves
 

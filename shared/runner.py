@@ -21,8 +21,8 @@ from shared.perf import keep_freed_memory
 from shared.progress import Protocol, write
 from shared.reference import compare, load_paper, reported_for
 from shared.replication import Replication, Run
-from shared.report_data import rows_of
-from shared.report_format import line
+from shared.report.content import rows_of
+from shared.report.text import line
 from shared.runinfo import environment, git_state, peak_memory_mb, portable_paths, precision_of
 from shared.seeding import seed_everything
 from shared.stats import aggregate
@@ -279,5 +279,5 @@ def _run(cfg: DictConfig, replication: Replication, progress: Protocol) -> dict[
 
 
 def format_rows(record: dict[str, Any]) -> str:
-    """The record's rows as the results page prints them (shared.report_data.rows_of, report_format.line)."""
+    """The record's rows as the results page prints them (shared.report.content.rows_of, shared.report.text.line)."""
     return "\n".join(line(row) for row in rows_of(record, None))

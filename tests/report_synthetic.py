@@ -96,7 +96,7 @@ def with_claims(base: Path) -> None:
 def claims_hook(results):
     """The toy paper's report(): a page and its claims judged by shared.claims from the synthetic paper.yaml."""
     from shared.claims.judge import paper_claims
-    from shared.paper_report import PaperReport
+    from shared.report.paper_hook import PaperReport
 
     claims = paper_claims(results.root.parent / "replications" / "toy" / "paper.yaml", results)
     return PaperReport(blocks=["# toy", "its own page"], claims=claims)

@@ -22,7 +22,7 @@ from shared.paths import REPO_ROOT
 
 
 def _row(metric: str, dataset: str, model: str, mean: float, reported: float | None = None):
-    from shared.report_data import Row
+    from shared.report.content import Row
 
     return Row(paper="p", dataset=dataset, model=model, metric=metric, mean=mean, std=0.5, n=3, reported=reported,
                kind=None, source=None, copied_by=None, verified=None, difference=None, status="no reference", others=(),
@@ -60,7 +60,7 @@ def test_make_report_after_a_run_leaves_the_readme_alone(tmp_path, monkeypatch):
 def test_the_same_figure_renders_the_same_bytes_and_an_unchanged_one_is_not_rewritten(tmp_path):
     from PIL import Image
 
-    from shared.report_plot import plot_paper
+    from shared.report.plot import plot_paper
 
     first, second = tmp_path / "a.png", tmp_path / "b.png"
     plot_paper("p", ROWS, ("mine",), first)
@@ -101,7 +101,7 @@ def test_a_local_matplotlib_style_changes_no_figure(tmp_path):
     import matplotlib
     from matplotlib import font_manager
 
-    from shared.report_plot import plot_paper
+    from shared.report.plot import plot_paper
 
     plot_paper("p", ROWS, ("mine",), tmp_path / "default.png")
     with matplotlib.rc_context({"font.family": "serif", "lines.linewidth": 5, "savefig.facecolor": "red",
@@ -126,7 +126,7 @@ def test_example_form_draws_its_boxes_in_one_order_whatever_the_set_order():
     import numpy as np
 
     from replications.mmlayout.report import _draw_example
-    from shared.report_plot import fixed_style
+    from shared.report.plot import fixed_style
 
     form = SimpleNamespace(boxes=[[10, 10, 60, 30], [20, 15, 80, 40], [15, 12, 70, 35], [30, 20, 90, 50]])
     gold = {("HEADER", 0, 1), ("QUESTION", 1, 2), ("ANSWER", 0, 2), ("OTHER", 2, 3), ("ANSWER", 0, 3)}
@@ -171,7 +171,7 @@ def test_the_pages_stamp_is_the_newest_code_commit_so_committing_results_does_no
     results commit); the stamp is now the newest commit outside results/."""
     import subprocess
 
-    from shared.report_data import generation_stamp
+    from shared.report.content import generation_stamp
 
     def git(*args):
         return subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True, text=True).stdout

@@ -11,7 +11,7 @@ import pytest
 from shared.claims import ClaimSpecError, judge_paper, load_claims
 from shared.claims.display import effect_text, scale_note
 from shared.claims.kinds import KINDS
-from shared.paper_report import PaperResults
+from shared.report.paper_hook import PaperResults
 
 T2 = 4.302652729911275  # scipy.stats.t.ppf(0.975, 2)
 

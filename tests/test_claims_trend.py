@@ -93,7 +93,7 @@ def size_scale(results, dataset, spec):
 
 def test_a_spec_with_sizes_carries_the_trend_on_its_own_verdict(tmp_path):
     from shared.claims import judge_paper, load_claims
-    from shared.paper_report import PaperResults
+    from shared.report.paper_hook import PaperResults
 
     path = tmp_path / "toy" / "paper.yaml"
     path.parent.mkdir()

@@ -12,7 +12,7 @@ import pytest
 from replications.evomoe import measures, report
 from replications.moe import charfloor, scale
 from shared.claims.display import params_text
-from shared.paper_report import PaperResults, Table
+from shared.report.paper_hook import PaperResults, Table
 from shared.stats import summarize
 from tests.conftest import needs_mirror
 

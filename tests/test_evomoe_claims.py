@@ -12,8 +12,8 @@ import pytest
 from replications.evomoe import measures, report
 from replications.moe import charfloor
 from shared.claims import load_claims
-from shared.paper_report import load_paper_results
 from shared.paths import REPO_ROOT
+from shared.report.paper_hook import load_paper_results
 
 BIGRAM = {"valid_ppl": 459.7546935402852, "test_ppl": 430.7289528571674, "test_ppl_full_train": 266.7572124754768}
 CHAR_FLOOR = 2.4837202444041764

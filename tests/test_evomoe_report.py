@@ -9,7 +9,7 @@ import statistics
 import pytest
 
 from replications.evomoe import REPLICATION, measures, report, speedup
-from shared.paper_report import Figure, PaperResults, Table
+from shared.report.paper_hook import Figure, PaperResults, Table
 from shared.verdict import STATUSES
 
 PROTOCOL = {"layers": 2, "d_model": 128, "steps": 300, "batch_size": 16, "seq_len": 64}

@@ -94,8 +94,8 @@ def test_evaluate_reads_trains_summary_and_keeps_no_state():
 @pytest.mark.slow
 @needs_mirror
 def test_smoke_run_on_the_mirror_writes_results_and_the_page(tmp_path, fresh_cache):
-    from shared.paper_report import load_paper_results
-    from shared.report_paper import write_paper
+    from shared.report.paper_hook import load_paper_results
+    from shared.report.paper_page import write_paper
 
     cfg = compose_cfg("paper=evomoe", "dataset=wikitext2", "model=evomoe/wikitext2", "scale=smoke",
                       "tracker=none", "scale.max_epochs=10", f"paths.results_dir={tmp_path}")

@@ -1,11 +1,11 @@
-"""shared.figures: a spec draws the panels, lines and bars it names, and the same spec gives the same PNG bytes."""
+"""shared.report.figures: a spec draws the panels, lines and bars it names, and the same spec gives the same PNG bytes."""
 
 from __future__ import annotations
 
 import io
 from typing import Any
 
-from shared.figures import Bars, Heatmap, Panel, Plot, Rule, Series, draw
+from shared.report.figures import Bars, Heatmap, Panel, Plot, Rule, Series, draw
 
 
 def _png(fig: Any) -> bytes:

@@ -14,8 +14,8 @@ from replications.flexmoe import measures, report
 from replications.moe import charfloor
 from shared.claims import load_claims
 from shared.claims.judge import judge_claim
-from shared.paper_report import load_paper_results
 from shared.paths import REPO_ROOT
+from shared.report.paper_hook import load_paper_results
 
 CHAR_FLOOR = 2.4837202444041764  # the committed EvoMoE page's character bigram floor (no data read)
 # id@dataset: (status, effect, interval), rounded to 4 digits

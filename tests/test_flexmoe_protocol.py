@@ -14,7 +14,7 @@ import torch
 
 from replications.flexmoe import REPLICATION, measures, report, simulate, trace_path
 from replications.flexmoe.train import fit
-from shared.paper_report import PaperResults
+from shared.report.paper_hook import PaperResults
 from shared.runner import make_run, run
 from shared.seeding import seed_everything
 from tests.conftest import compose_cfg, needs_mirror

@@ -20,7 +20,7 @@ from replications.flexmoe.charbench import active_parameters
 from replications.flexmoe.train import fit
 from replications.moe import charfloor
 from replications.replicate import plan_configs
-from shared.paper_report import PaperResults
+from shared.report.paper_hook import PaperResults
 from shared.runner import run
 from shared.seeding import seed_everything
 from tests.conftest import CONF, compose_cfg, needs_mirror

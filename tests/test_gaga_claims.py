@@ -13,8 +13,8 @@ from replications.gaga.metrics import best_f1_threshold
 from replications.gaga.report import PAPER_FILE
 from shared.claims import judge_paper, load_claims
 from shared.official.compare import per_seed
-from shared.paper_report import load_paper_results
 from shared.paths import RESULTS
+from shared.report.paper_hook import load_paper_results
 
 
 def test_specs_judge_the_committed_records() -> None:

@@ -9,9 +9,9 @@ import pytest
 
 from replications.gaga import REPLICATION, report
 from shared.merge import job_records, merge_records, merge_roots
-from shared.paper_report import PaperResults
 from shared.paths import REPO_ROOT
 from shared.report import write_paper_pages
+from shared.report.paper_hook import PaperResults
 from shared.stats import aggregate
 
 

@@ -17,8 +17,8 @@ from replications.gaga import official, report
 from shared.data import DataError
 from shared.official import OfficialParseError
 from shared.official.spec import load_spec
-from shared.paper_report import load_paper_results
 from shared.paths import CONF_DIR, REPO_ROOT
+from shared.report.paper_hook import load_paper_results
 from shared.stats import aggregate
 from tests.conftest import needs_mirror
 

@@ -9,9 +9,9 @@ from omegaconf import OmegaConf
 
 from replications.hetumoe import REPLICATION, measures, metric_name, report
 from shared.claims import load_claims
-from shared.paper_report import PaperResults, load_paper_results
 from shared.paths import REPO_ROOT
 from shared.reference import load_paper
+from shared.report.paper_hook import PaperResults, load_paper_results
 from tests.runs import run_of
 
 

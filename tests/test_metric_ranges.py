@@ -10,7 +10,7 @@ import pytest
 
 from shared.metric_ranges import MetricRangeError, check_record, is_timing, out_of_range, range_of
 from shared.paths import REPO_ROOT
-from shared.report_data import scan
+from shared.report.content import scan
 from shared.runner import run
 from tests.test_runner import Toy, _cfg, paper_file  # noqa: F401  (fixture)
 

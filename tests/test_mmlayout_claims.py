@@ -9,8 +9,8 @@ import pytest
 
 from replications.mmlayout import report
 from shared.claims import judge_paper, load_claims
-from shared.paper_report import PaperResults, load_paper_results
 from shared.paths import REPO_ROOT
+from shared.report.paper_hook import PaperResults, load_paper_results
 
 SCALE = "3 seeds x 4 epochs on a CPU, MiniLM without the visual branch, F1 still rising in the last epoch"
 

@@ -10,7 +10,7 @@ import pytest
 
 from replications.mmlayout import REPLICATION, measures, report
 from shared.config_check import validate
-from shared.paper_report import PaperResults
+from shared.report.paper_hook import PaperResults
 from shared.runner import check_choices
 from shared.smoke import apply_smoke
 from shared.verdict import STATUSES
@@ -117,7 +117,7 @@ def _page(tmp_path, arms, old=()):
 
 
 def test_page_from_records_paired_difference_and_claims(tmp_path):
-    from shared.paper_report import Figure, Table
+    from shared.report.paper_hook import Figure, Table
 
     rng = np.random.default_rng(0)
     gold = rng.integers(20, 40, size=30)

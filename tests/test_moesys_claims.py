@@ -9,8 +9,8 @@ import pytest
 
 from replications.moesys import report
 from shared.claims import load_claims
-from shared.paper_report import load_paper_results
 from shared.paths import REPO_ROOT
+from shared.report.paper_hook import load_paper_results
 
 NOT_TESTABLE = ("not testable here", None, None)
 # id: (status, effect, interval rounded to 4 digits)

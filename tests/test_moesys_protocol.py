@@ -12,8 +12,8 @@ from omegaconf import OmegaConf
 
 from replications.moesys import REPLICATION, gpu_ring, measures, report
 from shared.claims import load_claims
-from shared.paper_report import Figure, PaperResults, Table, load_paper_results
-from shared.report_paper import render_page
+from shared.report.paper_hook import Figure, PaperResults, Table, load_paper_results
+from shared.report.paper_page import render_page
 from shared.runner import run
 from shared.verdict import STATUSES
 from tests.conftest import compose_cfg

@@ -22,10 +22,10 @@ import yaml
 from shared.official import OfficialError, OfficialParseError, compare
 from shared.official.runner import main, run
 from shared.official.spec import load_spec
-from shared.paper_report import load_paper_results
 from shared.records import complete_records
 from shared.reference import load_paper
-from shared.report_data import build_report
+from shared.report.content import build_report
+from shared.report.paper_hook import load_paper_results
 from shared.verdict import CONTRADICTED, INCONCLUSIVE, NOT_REPRODUCED, NOT_RUN, REPRODUCED, SUPPORTED
 
 PAPER, DATASET, MODEL = "fakepaper", "toy", "fakemodel"

@@ -1,10 +1,10 @@
-"""shared/page_blocks: each helper on hand-computed cases (issue 39)."""
+"""shared/report/blocks.py: each helper on hand-computed cases (issue 39)."""
 
 from __future__ import annotations
 
 import math
 
-from shared.page_blocks import (
+from shared.report.blocks import (
     agg_text,
     commit_text,
     hardware_line,

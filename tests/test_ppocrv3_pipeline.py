@@ -17,7 +17,7 @@ from replications.ocr.engines import Output
 from replications.ppocrv3 import REPLICATION, report, run
 from replications.ppocrv3.protocol import Regions
 from shared.claims import paper_claims
-from shared.paper_report import Figure, PaperResults, Table
+from shared.report.paper_hook import Figure, PaperResults, Table
 from shared.runner import stored
 from shared.verdict import STATUSES
 from tests.runs import run_of

@@ -8,9 +8,9 @@ import pytest
 
 from replications.ppstructurev2 import measures, report
 from shared.claims import judge_claim, load_claims
-from shared.paper_report import PaperResults, load_paper_results
 from shared.paths import REPO_ROOT
 from shared.reference import load_paper
+from shared.report.paper_hook import PaperResults, load_paper_results
 
 NOT_TESTABLE = ("not testable here", None, None)
 # id: (status, effect, interval)

@@ -17,7 +17,7 @@ import pytest
 from replications.ocr import models
 from replications.ppstructurev2 import REPLICATION, data, report
 from shared.data import DataError
-from shared.paper_report import PaperResults, Table
+from shared.report.paper_hook import PaperResults, Table
 from shared.runner import stored
 from shared.verdict import STATUSES
 from tests.golden import check_golden

@@ -10,7 +10,7 @@ from omegaconf import OmegaConf
 
 from replications import replicate
 from replications.ppyoloe_r import REPLICATION, architecture, report
-from shared.paper_report import Figure, PaperResults, Table
+from shared.report.paper_hook import Figure, PaperResults, Table
 from shared.verdict import CLAIM_STATUSES
 from tests.golden import check_golden
 from tests.runs import run_of

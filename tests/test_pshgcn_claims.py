@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from replications.pshgcn.report import PAPER_FILE
 from shared.claims import judge_paper, load_claims
-from shared.paper_report import load_paper_results
 from shared.paths import RESULTS
+from shared.report.paper_hook import load_paper_results
 
 
 def test_specs_judge_the_committed_records() -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from replications.pshgcn import report
 from shared.claims import paper_claims
-from shared.paper_report import PaperResults
+from shared.report.paper_hook import PaperResults
 
 
 def record(values: dict[int, tuple[float, float]]) -> dict:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 from replications.pshgcn import REPLICATION, report
-from shared.paper_report import PaperResults
 from shared.report import write_paper_pages
+from shared.report.paper_hook import PaperResults
 
 
 def record(dataset: str, model: str, epochs: list[int], wall: float) -> dict:

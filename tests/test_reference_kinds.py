@@ -100,8 +100,8 @@ def test_a_hand_written_caveat_stays_with_the_official_value_and_is_shown_beside
     """GAGA's official F1-macro: the value comes from official.json, the caveat (5 of 10 runs collapsed) from
     paper.yaml; the comparison row, the detail page's source cell and the terminal line all carry it."""
     from shared.reference import compare, with_official
-    from shared.report_data import rows_of
-    from shared.report_format import line, source
+    from shared.report.content import rows_of
+    from shared.report.text import line, source
 
     paper = {"title": "toy", "tolerances": {"f1": 1.0}, "reported": [
         {"dataset": "d", "model": "m", "metric": "f1", "value": None, "kind": "authors_code_run", "verified": True,

@@ -6,8 +6,8 @@ import pytest
 
 from replications.rep.report import PAPER
 from shared.claims import judge_paper, load_claims
-from shared.paper_report import load_paper_results
 from shared.paths import RESULTS
+from shared.report.paper_hook import load_paper_results
 
 
 def test_specs_judge_the_committed_records() -> None:

@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 
 from replications.rep import report
-from shared.paper_report import PaperResults
 from shared.paths import RESULTS
+from shared.report.paper_hook import PaperResults
 from shared.verdict import CONTRADICTED, INCONCLUSIVE, NOT_RUN, SUPPORTED
 
 TOY = json.loads((RESULTS / "rep" / "fb15k_237" / "transe.json").read_text())

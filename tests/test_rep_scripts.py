@@ -9,9 +9,9 @@ import shutil
 import pytest
 
 from replications.rep import REPLICATION, report
-from shared.paper_report import PaperResults, Table, load_paper_results
 from shared.paths import REPO_ROOT, RESULTS
 from shared.reference import load_paper, recompare
+from shared.report.paper_hook import PaperResults, Table, load_paper_results
 from shared.verdict import STATUSES
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from shared.reference import KINDS
 from shared.report import write_report
-from shared.report_data import UNRECORDED_CPU, record_cpus
+from shared.report.content import UNRECORDED_CPU, record_cpus
 from tests.report_synthetic import write_synthetic
 
 
@@ -53,7 +53,7 @@ def test_first_screen_is_each_papers_verdict_then_every_referenced_number(built)
 
 
 def _claim(status: str, text: str = "c", **kw):
-    from shared.paper_report import Claim
+    from shared.report.paper_hook import Claim
 
     return Claim(text, "abstract", True, status, **kw)
 
@@ -61,7 +61,7 @@ def _claim(status: str, text: str = "c", **kw):
 def test_central_claims_are_the_testable_ones_else_the_first_and_every_paper_has_a_line(built):
     from dataclasses import replace
 
-    from shared.report_format import central_claims, verdicts
+    from shared.report.text import central_claims, verdicts
 
     _, report = built
     (toy,) = report.papers
@@ -87,7 +87,7 @@ def test_central_claims_are_the_testable_ones_else_the_first_and_every_paper_has
 def test_other_referenced_numbers_are_counted_on_the_first_screen(built):
     from dataclasses import replace
 
-    from shared.report_format import verdicts
+    from shared.report.text import verdicts
 
     _, report = built
     (toy,) = report.papers
@@ -99,7 +99,7 @@ def test_other_referenced_numbers_are_counted_on_the_first_screen(built):
 
 
 def test_shorten_keeps_a_telling_parenthesis():
-    from shared.report_format import shorten
+    from shared.report.text import shorten
 
     text = "PP-OCRv3 is more accurate end to end than PP-OCRv2 at comparable speed (FUNSD test, word-split protocol)"
     short = shorten(text, 54)
@@ -175,8 +175,8 @@ def test_plot_gives_each_metric_its_own_panel_at_a_capped_width(tmp_path):
     """Issue #19: mean rank (thousands) beside MRR (fractions) on one axis, 4,928 px wide."""
     import struct
 
-    from shared.report_data import Row
-    from shared.report_plot import MAX_COLS, PANEL_W, plot_paper
+    from shared.report.content import Row
+    from shared.report.plot import MAX_COLS, PANEL_W, plot_paper
 
     metrics = [f"test_{m}_{stage}" for stage in ("base", "rep") for m in ("mrr", "mr", "hits1", "hits3", "hits10")]
     rows = [Row(paper="kg", dataset=d, model=m, metric=metric, mean=5000.0 if "_mr_" in metric else 0.3, std=0.01,
@@ -191,11 +191,11 @@ def test_plot_gives_each_metric_its_own_panel_at_a_capped_width(tmp_path):
 
 
 def test_plot_draws_interval_bounds_as_error_bars_not_as_metrics(tmp_path, monkeypatch):
-    from shared import report_plot
-    from shared.report_data import Row
+    from shared.report import plot
+    from shared.report.content import Row
 
     figures = []
-    monkeypatch.setattr(report_plot, "save_figure_atomic", lambda fig, out, dpi: figures.append(fig))
+    monkeypatch.setattr(plot, "save_figure_atomic", lambda fig, out, dpi: figures.append(fig))
 
     def row(metric, mean, std=0.0):
         return Row(paper="p", dataset="d", model="m", metric=metric, mean=mean, std=std, n=1, reported=None,
@@ -203,7 +203,7 @@ def test_plot_draws_interval_bounds_as_error_bars_not_as_metrics(tmp_path, monke
                    others=(), missing_seeds=(), cpus=("X",), gpu=None, threads=1, wall_seconds=1)
 
     rows = [row("test_acc", 70.0), row("test_acc_ci_low", 48.0), row("test_acc_ci_high", 85.0), row("test_f1", 5, 1)]
-    report_plot.plot_paper("p", rows, ("m",), tmp_path / "plot.png")
+    plot.plot_paper("p", rows, ("m",), tmp_path / "plot.png")
     (fig,) = figures
     panels = [ax for ax in fig.axes if ax.get_visible()]
     assert [ax.get_title() for ax in panels] == ["acc", "f1"]
@@ -213,8 +213,8 @@ def test_plot_draws_interval_bounds_as_error_bars_not_as_metrics(tmp_path, monke
 
 
 def test_claims_file_in_the_one_schema_reaches_the_page_and_a_bad_status_is_refused(tmp_path):
-    from shared.report_data import claims_of
-    from shared.report_md import _claims_table
+    from shared.report.content import claims_of
+    from shared.report.markdown import _claims_table
 
     (tmp_path / "p").mkdir()
     claim = {"text": "2x faster", "source": "abstract", "verified": True, "status": "not testable here",
@@ -271,7 +271,7 @@ def test_the_page_names_its_commit_and_date_and_regenerating_gives_the_same_byte
 def test_a_validation_metric_is_a_row_only_when_it_has_a_reference():
     # nanoGPT's documented number is a validation loss (its split has no test part): that row must reach the
     # index; an unreferenced validation metric only selects models and stays off it
-    from shared.report_data import rows_of
+    from shared.report.content import rows_of
 
     def entry(metric: str, reported: float | None) -> dict:
         return {"metric": metric, "reproduced_mean": 1.9, "reproduced_std": 0.01, "n": 3, "reported": reported,

@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from shared.paper_report import Claim, Figure, PaperReport, Table
 from shared.report import summary, write_report
+from shared.report.paper_hook import Claim, Figure, PaperReport, Table
 from tests.report_synthetic import write_synthetic
 
 
@@ -60,7 +60,7 @@ def test_page_index_result_file_and_terminal_agree_row_by_row(built):
 
 
 def test_first_screen_agrees_on_page_html_and_terminal(built):
-    from shared.report_format import verdicts
+    from shared.report.text import verdicts
 
     root, report = built
     markdown, html, terminal = ((root / "README.md").read_text(), (root / "index.html").read_text(), summary(report))

@@ -10,10 +10,9 @@ import os
 
 import pytest
 
-from shared import report_data
-from shared.paper_report import Claim
-from shared.report import write_report
-from shared.report_forest import FOREST_NAME, reference_lines
+from shared.report import content, write_report
+from shared.report.forest import FOREST_NAME, reference_lines
+from shared.report.paper_hook import Claim
 from tests.report_synthetic import claims_hook, with_claims, write_synthetic
 
 SHORT_D1 = "toy beats base in test accuracy (d1)"
@@ -52,8 +51,8 @@ def test_first_screen_has_short_sentences_status_effect_and_scale_ratio(site):
 
 
 def test_a_contradiction_far_below_the_claims_scale_is_never_plain_red(tmp_path):
-    from shared.report_format import verdicts
-    from shared.report_md import status_cell
+    from shared.report.markdown import status_cell
+    from shared.report.text import verdicts
 
     root = write_synthetic(tmp_path)
     report = write_report(root, tmp_path / "replications", plots=False)
@@ -73,7 +72,7 @@ def test_claims_pass_in_memory_and_claims_json_is_read_only_without_a_hook(tmp_p
     def no_read_back(root_, paper):
         raise AssertionError(f"claims.json of {paper} read back in the process that wrote it")
 
-    monkeypatch.setattr(report_data, "claims_of", no_read_back)
+    monkeypatch.setattr(content, "claims_of", no_read_back)
     report = write_report(root, tmp_path / "replications", plots=False, hooks={"toy": claims_hook})
     assert [c.id for c in report.papers[0].claims] == ["beats_base", "beats_base", "gpus"]
     monkeypatch.undo()

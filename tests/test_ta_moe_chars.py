@@ -165,7 +165,7 @@ def char_claims(ta: dict | None, gs: dict | None, floor: float | None = FLOOR, m
     from replications.moe import charfloor
     from replications.ta_moe import report
     from shared.claims import paper_claims
-    from shared.paper_report import PaperResults
+    from shared.report.paper_hook import PaperResults
 
     records = {("tinyshakespeare", m): r for m, r in (("ta_moe", ta), ("gshard", gs)) if r is not None}
     with pytest.MonkeyPatch.context() as mp:
@@ -229,8 +229,8 @@ def test_an_arm_below_the_floor_but_within_the_margin_is_still_untestable():
 def test_the_page_shows_both_datasets_verdicts(tmp_path, monkeypatch):
     from replications.moe import charfloor
     from replications.ta_moe import measures, report
-    from shared.paper_report import PaperResults
-    from shared.report_paper import render_page
+    from shared.report.paper_hook import PaperResults
+    from shared.report.paper_page import render_page
     from tests.test_ta_moe_train import hand_record
 
     real = measures.parameters

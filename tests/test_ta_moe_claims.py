@@ -14,8 +14,8 @@ import pytest
 from replications.moe import charfloor
 from replications.ta_moe import report
 from shared.claims import load_claims
-from shared.paper_report import load_paper_results
 from shared.paths import REPO_ROOT
+from shared.report.paper_hook import load_paper_results
 
 CHAR_FLOOR = 2.4837202444041764
 AT = " at 0.81M params (claim: 150M)"

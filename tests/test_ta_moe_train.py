@@ -15,7 +15,7 @@ from replications.moe.wikitext import Corpus
 from replications.ta_moe import REPLICATION, report
 from replications.ta_moe.topology import bandwidth_matrix, resolve, topology_from_bandwidth
 from replications.ta_moe.train import fit, off_node_fraction
-from shared.paper_report import PaperResults, load_paper_results
+from shared.report.paper_hook import PaperResults, load_paper_results
 from shared.runner import run
 from shared.seeding import seed_everything
 from tests.conftest import compose_cfg, needs_mirror
@@ -233,7 +233,7 @@ def test_the_replay_ratio_needs_its_interval_below_one_and_no_width_contradictin
 
 
 def test_page_from_hand_made_records(tmp_path, sized):
-    from shared.report_paper import render_page
+    from shared.report.paper_page import render_page
 
     records = {("wikitext2", m): hand_record(m, {1: 100.0, 2: 101.0}, near=n)
                for m, n in (("gshard", 4), ("ta_moe", 7), ("fastermoe", 6))}

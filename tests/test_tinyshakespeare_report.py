@@ -9,7 +9,7 @@ import pytest
 
 from replications.evomoe import measures, report
 from replications.moe import charfloor
-from shared.paper_report import PaperResults, Table
+from shared.report.paper_hook import PaperResults, Table
 from tests.conftest import needs_mirror
 
 

@@ -19,8 +19,8 @@ from replications.evomoe.train import fit
 from replications.moe import corpora
 from replications.moe.lm import GPT
 from replications.moe.lmtrain import mean_nll, perplexity
-from shared.paper_report import PaperReport, PaperResults
 from shared.replication import LogFn, Replication, Run
+from shared.report.paper_hook import PaperReport, PaperResults
 
 
 class EvoMoEReplication(Replication):

@@ -16,7 +16,7 @@ from typing import Any
 from replications.evomoe import charbench, speedup
 from replications.moe.scale import lm_scale, model_from_record
 from shared.claims import ClaimSpec
-from shared.paper_report import PaperResults
+from shared.report.paper_hook import PaperResults
 
 ARM = "evomoe"  # the arm whose scale a verdict is reached at
 

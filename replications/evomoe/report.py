@@ -17,9 +17,9 @@ from replications.evomoe import measures, speedup
 from replications.moe import charfloor
 from shared.claims import paper_claims
 from shared.claims.intervals import student_t
-from shared.figures import Panel, Plot, Series, draw
-from shared.page_blocks import CHAR_BIGRAM, CHAR_SECTION, agg_text, hardware_line, interval, minutes
-from shared.paper_report import Figure, PaperReport, PaperResults, Table
+from shared.report.blocks import CHAR_BIGRAM, CHAR_SECTION, agg_text, hardware_line, interval, minutes
+from shared.report.figures import Panel, Plot, Series, draw
+from shared.report.paper_hook import Figure, PaperReport, PaperResults, Table
 from shared.verdict import INCONCLUSIVE, direction_status
 
 PAPER = Path(__file__).with_name("paper.yaml")

@@ -33,8 +33,8 @@ from replications.moe import corpora
 from replications.moe.lm import GPT
 from replications.moe.lmtrain import mean_nll, perplexity
 from shared.atomic import atomic_path
-from shared.paper_report import PaperReport, PaperResults
 from shared.replication import LogFn, Replication, Run
+from shared.report.paper_hook import PaperReport, PaperResults
 
 
 def trace_path(run: Run, seed: int) -> Path:

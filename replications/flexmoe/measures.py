@@ -20,7 +20,7 @@ from replications.flexmoe import stats
 from replications.moe import corpora
 from replications.moe.lm import GPT
 from shared.claims import ClaimSpec
-from shared.paper_report import PaperResults
+from shared.report.paper_hook import PaperResults
 from shared.stats import percentile_interval, resample_indices
 from shared.verdict import CONTRADICTED, INCONCLUSIVE, NOT_RUN, SUPPORTED, direction_status
 

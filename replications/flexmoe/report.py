@@ -16,9 +16,9 @@ import numpy as np
 
 from replications.flexmoe.measures import NAMES, UNITS, a2a_check
 from shared.claims import load_claims, paper_claims
-from shared.figures import Bars, Heatmap, Panel, Plot, Rule, Series, draw
-from shared.page_blocks import hardware_line, mean_std, minutes
-from shared.paper_report import Figure, PaperReport, PaperResults, Table
+from shared.report.blocks import hardware_line, mean_std, minutes
+from shared.report.figures import Bars, Heatmap, Panel, Plot, Rule, Series, draw
+from shared.report.paper_hook import Figure, PaperReport, PaperResults, Table
 
 DATASET = "wikitext2"  # the paper-like protocol: the simulator, the testbed and the page's first premise
 RUN_TS = "make replicate-flexmoe dataset=tinyshakespeare"  # conf/paper/flexmoe.yaml header

@@ -20,8 +20,8 @@ from replications.gaga.metrics import evaluate_split
 from replications.gaga.model import GAGA
 from replications.gaga.train import fit, predict, steps_per_epoch
 from shared.config_check import ConfigError, given
-from shared.paper_report import PaperReport, PaperResults
 from shared.replication import LogFn, Replication, Run
+from shared.report.paper_hook import PaperReport, PaperResults
 
 MODELS = ("gaga", "mlp", "graphsage", "bwgnn")
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from shared.claims import ClaimSpec, official
-from shared.paper_report import PaperResults
+from shared.report.paper_hook import PaperResults
 
 Samples = dict[str, dict[Any, float]]
 

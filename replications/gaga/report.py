@@ -14,10 +14,10 @@ from typing import Any
 
 from shared.claims import paper_claims
 from shared.official import compare
-from shared.page_blocks import reference_text
-from shared.paper_report import Claim, PaperReport, PaperResults, Table
 from shared.records import OFFICIAL_NAME
 from shared.reference import load_paper, reported_for
+from shared.report.blocks import reference_text
+from shared.report.paper_hook import Claim, PaperReport, PaperResults, Table
 
 PAPER_FILE = Path(__file__).with_name("paper.yaml")
 MODEL_ORDER = ("gaga", "mlp", "graphsage", "bwgnn")

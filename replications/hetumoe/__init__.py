@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from shared import progress
-from shared.paper_report import PaperReport, PaperResults
 from shared.replication import LogFn, Replication, Run
+from shared.report.paper_hook import PaperReport, PaperResults
 
 OPS = {"hierarchical": "hier", "flat": "flat"}
 

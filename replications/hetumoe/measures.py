@@ -7,7 +7,7 @@ import re
 from typing import Any
 
 from shared.claims import ClaimSpec
-from shared.paper_report import PaperResults
+from shared.report.paper_hook import PaperResults
 
 METRIC = re.compile(r"^a2a_ms_r(?P<rate>[\d.]+)_(?P<size>\d+)(?P<unit>KiB|MiB)$")
 

@@ -10,8 +10,8 @@ from typing import Any
 
 from replications.hetumoe.measures import compare, topologies
 from shared.claims import paper_claims
-from shared.figures import Panel, Plot, Rule, Series, draw
-from shared.paper_report import Figure, PaperReport, PaperResults, Table
+from shared.report.figures import Panel, Plot, Rule, Series, draw
+from shared.report.paper_hook import Figure, PaperReport, PaperResults, Table
 
 PAPER = Path(__file__).with_name("paper.yaml")
 

@@ -13,8 +13,8 @@ import torch
 from replications.mmlayout import backbone, data, encode, metrics
 from replications.mmlayout.model import Tagger, count_parameters
 from replications.mmlayout.train import fit, per_doc_counts, predict
-from shared.paper_report import PaperReport, PaperResults
 from shared.replication import LogFn, Replication, Run
+from shared.report.paper_hook import PaperReport, PaperResults
 
 MODELS = ("mmlayout", "mmlayout_control", "mmlayout_oracle")
 

@@ -19,7 +19,7 @@ import numpy as np
 
 from replications.mmlayout.metrics import f1_from_counts
 from shared.claims import ClaimSpec
-from shared.paper_report import PaperResults
+from shared.report.paper_hook import PaperResults
 from shared.stats import percentile_interval, resample_indices
 from shared.verdict import INCONCLUSIVE, direction_status, sign_status
 

@@ -12,9 +12,9 @@ import numpy as np
 
 from replications.mmlayout.measures import arm_interval, common_seeds, curves, paired, per_doc, seed_details
 from shared.claims import paper_claims
-from shared.figures import Panel, Plot, Series, draw
-from shared.page_blocks import interval, num
-from shared.paper_report import Figure, PaperReport, PaperResults, Table
+from shared.report.blocks import interval, num
+from shared.report.figures import Panel, Plot, Series, draw
+from shared.report.paper_hook import Figure, PaperReport, PaperResults, Table
 
 PAPER = Path(__file__).with_name("paper.yaml")
 ARMS = ("mmlayout_control", "mmlayout", "mmlayout_oracle")
@@ -201,14 +201,14 @@ def plot_example(predicted: dict[str, list[str]], seed: int, doc_id: str) -> Any
     from replications.mmlayout.data import LABELS as TAGS
     from replications.mmlayout.data import load
     from replications.mmlayout.metrics import entities
-    from shared.report_plot import fixed_style
+    from shared.report.plot import fixed_style
 
     form = next(f for f in load()["test"] if f.doc_id == doc_id)
     image = np.asarray(Image.open(form.image_path).convert("L"))
     gold = entities([TAGS[t] for t in form.tags])
     panels = [("gold entities", gold, None)]
     panels += [(f"{LABELS[n]}, seed {seed}", entities(tags), gold) for n, tags in predicted.items()]
-    with fixed_style() as plt:  # the same pixels on any machine (shared.report_plot)
+    with fixed_style() as plt:  # the same pixels on any machine (shared.report.plot)
         return _draw_example(plt, image, form, panels, doc_id)
 
 

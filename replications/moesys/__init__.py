@@ -24,8 +24,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from replications.moesys.data import MarkovTokens
 from shared import progress
-from shared.paper_report import PaperReport, PaperResults
 from shared.replication import LogFn, Replication, Run
+from shared.report.paper_hook import PaperReport, PaperResults
 
 
 def _plain(node: Any) -> Any:

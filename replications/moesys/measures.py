@@ -16,7 +16,7 @@ from typing import Any
 import torch
 
 from shared.claims import ClaimSpec
-from shared.paper_report import PaperResults
+from shared.report.paper_hook import PaperResults
 from shared.verdict import CONTRADICTED, INCONCLUSIVE, MECHANISM_SHOWN, SUPPORTED, sign_status
 
 DATASET = "markov_tokens"

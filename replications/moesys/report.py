@@ -10,9 +10,9 @@ from typing import Any
 
 from replications.moesys.measures import DATASET, paired_ratios
 from shared.claims import paper_claims
-from shared.figures import Panel, Plot, Rule, Series, draw
-from shared.page_blocks import commit_text, minutes, num
-from shared.paper_report import Block, Figure, PaperReport, PaperResults, Table
+from shared.report.blocks import commit_text, minutes, num
+from shared.report.figures import Panel, Plot, Rule, Series, draw
+from shared.report.paper_hook import Block, Figure, PaperReport, PaperResults, Table
 
 PAPER = Path(__file__).with_name("paper.yaml")
 MODELS = ("ring_memory", "elastic")

@@ -10,7 +10,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from shared.paper_report import PaperResults
+from shared.report.paper_hook import PaperResults
 
 
 def run_details(results: PaperResults) -> Iterator[tuple[str, str, dict[str, Any], dict[str, Any]]]:

@@ -17,8 +17,8 @@ import datasets
 from replications.ocr import engines
 from replications.ppocrv3 import data as pdata
 from replications.ppocrv3 import run as prun
-from shared.paper_report import PaperReport, PaperResults
 from shared.replication import LogFn, Replication, Run
+from shared.report.paper_hook import PaperReport, PaperResults
 
 
 class PPOCRv3Replication(Replication):

@@ -15,7 +15,7 @@ from typing import Any
 from replications.ocr.details import run_details
 from replications.ppocrv3 import bootstrap
 from shared.claims import ClaimSpec
-from shared.paper_report import PaperResults
+from shared.report.paper_hook import PaperResults
 from shared.verdict import CONTRADICTED, SUPPORTED, direction_status
 
 INTERLEAVED = "latency_interleaved.json"  # replications/ppocrv3/bench.py

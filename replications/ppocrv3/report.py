@@ -16,9 +16,9 @@ import numpy as np
 
 from replications.ppocrv3 import measures
 from shared.claims import paper_claims
-from shared.figures import Panel, Plot, Series, draw
-from shared.page_blocks import num, pyplot, tight
-from shared.paper_report import Figure, PaperReport, PaperResults, Table
+from shared.report.blocks import num, pyplot, tight
+from shared.report.figures import Panel, Plot, Series, draw
+from shared.report.paper_hook import Figure, PaperReport, PaperResults, Table
 
 PAPER = Path(__file__).with_name("paper.yaml")
 INTERLEAVED = measures.INTERLEAVED

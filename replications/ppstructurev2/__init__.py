@@ -17,8 +17,8 @@ import datasets
 from replications.ocr.models import model_path
 from replications.ppstructurev2 import data as pdata
 from replications.ppstructurev2 import run as prun
-from shared.paper_report import PaperReport, PaperResults
 from shared.replication import LogFn, Replication, Run
+from shared.report.paper_hook import PaperReport, PaperResults
 
 
 class PPStructureV2Replication(Replication):

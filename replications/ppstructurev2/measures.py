@@ -12,7 +12,7 @@ from typing import Any
 
 from replications.ocr.details import run_details
 from shared.claims import ClaimSpec
-from shared.paper_report import PaperResults
+from shared.report.paper_hook import PaperResults
 from shared.verdict import direction_status
 
 FULL_SPLIT = "pubtabnet"  # the paper's 9,115 validation tables; pubtabnet_mini: the authors' 20 of them

@@ -22,12 +22,12 @@ from matplotlib.patches import Rectangle  # noqa: E402
 from replications.ocr.details import run_details
 from replications.ppstructurev2.table import structure_of_html  # noqa: E402
 from shared.claims import paper_claims  # noqa: E402
-from shared.page_blocks import num  # noqa: E402
-from shared.paper_report import Figure, PaperReport, PaperResults, Table  # noqa: E402
 from shared.reference import (
     load_paper,  # noqa: E402
     reported_for,  # noqa: E402
 )
+from shared.report.blocks import num  # noqa: E402
+from shared.report.paper_hook import Figure, PaperReport, PaperResults, Table  # noqa: E402
 from shared.verdict import NOT_TESTABLE  # noqa: E402
 
 PAPER = Path(__file__).with_name("paper.yaml")

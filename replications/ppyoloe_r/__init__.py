@@ -13,8 +13,8 @@ from replications.ppyoloe_r import dota_data, synthetic
 from replications.ppyoloe_r.model import PPYOLOER
 from replications.ppyoloe_r.train import fit, map_on, weights_path
 from shared.atomic import atomic_path
-from shared.paper_report import PaperReport, PaperResults
 from shared.replication import LogFn, Replication, Run
+from shared.report.paper_hook import PaperReport, PaperResults
 
 MODELS = ("ppyoloe_r", "ppyoloe_r_smoothl1", "ppyoloe_r_direct_angle")
 

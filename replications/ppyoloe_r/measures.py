@@ -12,7 +12,7 @@ import torch
 from replications.ppyoloe_r.model import PPYOLOER, reparameterize, trainable_parameters
 from replications.ppyoloe_r.synthetic import CLASS_NAMES
 from shared.claims import ClaimSpec
-from shared.paper_report import PaperResults
+from shared.report.paper_hook import PaperResults
 
 
 @functools.lru_cache(maxsize=8)

@@ -17,9 +17,9 @@ from replications.ppyoloe_r.model import PPYOLOER
 from replications.ppyoloe_r.train import weights_path
 from shared.claims import load_claims, paper_claims
 from shared.data import DataError
-from shared.figures import Panel, Plot, Series, draw
-from shared.page_blocks import commit_text, interval
-from shared.paper_report import Block, Claim, Figure, PaperReport, PaperResults, Table
+from shared.report.blocks import commit_text, interval
+from shared.report.figures import Panel, Plot, Series, draw
+from shared.report.paper_hook import Block, Claim, Figure, PaperReport, PaperResults, Table
 from shared.stats import summarize
 
 PAPER = Path(__file__).with_name("paper.yaml")

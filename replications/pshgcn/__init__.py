@@ -21,8 +21,8 @@ from replications.pshgcn.graph import relation_matrices
 from replications.pshgcn.model import PSHGCN
 from replications.pshgcn.train import Split, fit, param_groups, scores, split_for_seed
 from shared.config_check import given
-from shared.paper_report import PaperReport, PaperResults
 from shared.replication import LogFn, Replication, Run
+from shared.report.paper_hook import PaperReport, PaperResults
 
 
 def is_pshgcn(model_cfg: DictConfig) -> bool:

@@ -12,9 +12,9 @@ from typing import Any
 
 from shared.claims import paper_claims
 from shared.official import compare
-from shared.page_blocks import commit_text, minutes
-from shared.paper_report import Claim, PaperReport, PaperResults, Table
 from shared.records import OFFICIAL_NAME
+from shared.report.blocks import commit_text, minutes
+from shared.report.paper_hook import Claim, PaperReport, PaperResults, Table
 
 PAPER_FILE = Path(__file__).with_name("paper.yaml")
 METRICS = ("test_micro_f1", "test_macro_f1")  # the ones the official hgb/main.py prints

@@ -24,8 +24,8 @@ from replications.rep.models import KGE
 from replications.rep.paired import metrics_of, paired_mrr_change, triple_ranks
 from replications.rep.propagate import rep
 from replications.rep.train import steps_per_epoch, train_or_load
-from shared.paper_report import PaperReport, PaperResults
 from shared.replication import LogFn, Replication, Run
+from shared.report.paper_hook import PaperReport, PaperResults
 
 RESERVED = {"name", "kind", "cache", "per_dataset"}
 REP_KEYS = ("alpha", "khop", "neighbor_norm", "degree_w")

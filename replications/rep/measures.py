@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from shared.claims import ClaimSpec
-from shared.paper_report import PaperResults
+from shared.report.paper_hook import PaperResults
 from shared.verdict import CONTRADICTED, INCONCLUSIVE, SUPPORTED, direction_status
 
 TRIPLES = "95% normal over test triples"  # paired.py's interval of one seed's change

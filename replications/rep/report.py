@@ -15,9 +15,9 @@ from typing import Any
 
 from replications.rep.measures import base_verdicts, converged
 from shared.claims import load_claims, paper_claims
-from shared.figures import Panel, Plot, Rule, Series, draw
-from shared.page_blocks import agg_text, interval, mean_std
-from shared.paper_report import Figure, PaperReport, PaperResults, Table
+from shared.report.blocks import agg_text, interval, mean_std
+from shared.report.figures import Panel, Plot, Rule, Series, draw
+from shared.report.paper_hook import Figure, PaperReport, PaperResults, Table
 
 PAPER = Path(__file__).with_name("paper.yaml")
 METRICS = ("mrr", "hits1", "hits3", "hits10")

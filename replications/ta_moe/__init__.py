@@ -23,9 +23,9 @@ from replications.moe.lm import GPT
 from replications.moe.lmtrain import mean_nll, perplexity
 from replications.ta_moe import topology
 from replications.ta_moe.train import fit, mean_dispatch, off_node_fraction
-from shared.paper_report import PaperReport, PaperResults
 from shared.paths import REPO_ROOT
 from shared.replication import LogFn, Replication, Run
+from shared.report.paper_hook import PaperReport, PaperResults
 
 
 class TAMoEReplication(Replication):

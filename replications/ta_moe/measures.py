@@ -17,7 +17,7 @@ import numpy as np
 from replications.moe.scale import lm_scale, model_from_record
 from shared.claims import ClaimSpec
 from shared.claims.kinds import ratio
-from shared.paper_report import PaperResults
+from shared.report.paper_hook import PaperResults
 from shared.verdict import CONTRADICTED
 
 ARM = "ta_moe"  # the arm whose scale a verdict is reached at (GShard's model has the same shape)

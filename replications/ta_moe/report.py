@@ -13,9 +13,9 @@ import numpy as np
 from replications.moe import charfloor
 from replications.ta_moe.train import mean_dispatch
 from shared.claims import paper_claims
-from shared.figures import Heatmap, Panel, Plot, Rule, Series, draw
-from shared.page_blocks import CHAR_BIGRAM, CHAR_SECTION, agg_text, hardware_line, minutes
-from shared.paper_report import Figure, PaperReport, PaperResults, Table
+from shared.report.blocks import CHAR_BIGRAM, CHAR_SECTION, agg_text, hardware_line, minutes
+from shared.report.figures import Heatmap, Panel, Plot, Rule, Series, draw
+from shared.report.paper_hook import Figure, PaperReport, PaperResults, Table
 
 PAPER = Path(__file__).with_name("paper.yaml")
 DATASETS = ("wikitext2", "tinyshakespeare")

@@ -18,7 +18,7 @@ from shared.claims.display import effect_text, scale_note, scale_ratio, status_t
 from shared.claims.kinds import KINDS, Outcome
 from shared.claims.spec import ClaimSpec, ClaimSpecError, load_claims
 from shared.claims.trend import Rung, fit
-from shared.paper_report import Claim, PaperResults
+from shared.report.paper_hook import Claim, PaperResults
 from shared.verdict import NOT_RUN, NOT_TESTABLE, checked
 
 
@@ -216,7 +216,7 @@ def judge_paper(specs: list[ClaimSpec], results: PaperResults) -> list[Verdict]:
 
 
 def as_claim(verdict: Verdict) -> Claim:
-    """The verdict as the page, claims.json, the index and the terminal carry it (shared.paper_report.Claim)."""
+    """The verdict as the page, claims.json, the index and the terminal carry it (shared.report.paper_hook.Claim)."""
     squeeze = str.maketrans("", "", "-_ ")
     named = verdict.dataset and verdict.dataset.lower().translate(squeeze) in verdict.short.lower().translate(squeeze)
     words = verdict.short + (f" ({verdict.dataset})" if verdict.dataset and not named else "")

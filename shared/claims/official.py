@@ -9,8 +9,8 @@ from typing import Any
 
 from shared.claims.spec import ClaimSpec
 from shared.official.compare import per_seed
-from shared.paper_report import PaperResults
 from shared.records import OFFICIAL_NAME
+from shared.report.paper_hook import PaperResults
 
 
 def pairs(results: PaperResults, dataset: str | None, spec: ClaimSpec) -> dict[str, dict[Any, float]] | str:

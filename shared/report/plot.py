@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from shared.atomic import save_figure_atomic
-from shared.report_data import Row
+from shared.report.content import Row
 
 MAX_COLS, PANEL_W, PANEL_H, DPI = 3, 3.2, 2.6, 100
 # The font matplotlib bundles, named outright, and a fixed SVG id salt: no figure depends on the fonts or the

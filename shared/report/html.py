@@ -5,7 +5,7 @@ relatively (they sit beside the page under results/), not base64-inlined: the PN
 inlining would store each one twice in git on every regeneration (~4 MB today) and make every report diff
 a multi-megabyte blob. The page is the summary: per paper, its claims in their short sentences (never cut: a cell
 wraps), the status coloured by tone (a verdict reached far below the claim's scale in its own neutral marker with
-the scale beside it), the effect with its interval and the scale ratio (shared.report_format.verdicts), then the
+the scale beside it), the effect with its interval and the scale ratio (shared.report.text.verdicts), then the
 forest plot (beside the table on a wide screen); on a phone each verdict is a block of its own, so the page never
 scrolls sideways. details.html holds every referenced number, the claims in full, the machines and each paper's
 baselines and figures; wider tables there scroll inside their own box.
@@ -17,10 +17,10 @@ import re
 from html import escape
 from pathlib import PurePosixPath
 
-from shared import report_format as f
 from shared.reference import KINDS
-from shared.report_data import PaperSection, Report, Row
-from shared.report_md import page_link
+from shared.report import text as f
+from shared.report.content import PaperSection, Report, Row
+from shared.report.markdown import page_link
 from shared.verdict import TONE
 
 CSS = """
@@ -77,7 +77,7 @@ def _e(text: object) -> str:
 
 
 def _md(text: str) -> str:
-    """A Markdown sentence (report_format's, shared with README.md) as HTML: escaped, `code` as <code>."""
+    """A Markdown sentence (shared.report.text's, shared with README.md) as HTML: escaped, `code` as <code>."""
     return re.sub(r"`([^`]+)`", r"<code>\1</code>", _e(text))
 
 

@@ -9,9 +9,9 @@ from typing import Any
 from shared import progress
 from shared.atomic import save_figure_atomic, write_json_atomic, write_text_atomic
 from shared.data import DataError
-from shared.paper_report import CLAIMS_NAME, PAGE_NAME, Block, Figure, PaperReport, Table
-from shared.report_format import claim_evidence, claim_words, evidence, scale_words
-from shared.report_md import status_cell
+from shared.report.markdown import status_cell
+from shared.report.paper_hook import CLAIMS_NAME, PAGE_NAME, Block, Figure, PaperReport, Table
+from shared.report.text import claim_evidence, claim_words, evidence, scale_words
 
 
 def cell(value: Any) -> str:

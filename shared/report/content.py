@@ -1,6 +1,6 @@
 """What the results pages show, computed once from the result files and the papers' paper.yaml files.
 
-Renderers (report_md, report_html, report_plot) only format this; they never read files or compare numbers.
+Renderers (shared.report.markdown, .html, .plot) only format this; they never read files or compare numbers.
 Reproduced numbers come from each record's stored aggregate; the comparison is recomputed against the
 paper's paper.yaml as it is now, so a reference added after a run shows up without re-running it.
 """
@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from shared.metric_ranges import check_record
-from shared.paper_report import CLAIMS_NAME, Claim, failure
 from shared.records import finished, is_official, read_json
 from shared.reference import load_paper, recompare
+from shared.report.paper_hook import CLAIMS_NAME, Claim, failure
 from shared.verdict import NO_REFERENCE, NOT_REPRODUCED, REPRODUCED, checked
 
 PLOT_NAME = "reproduced_vs_reported.png"
@@ -206,7 +206,7 @@ def _links(root: Path, paper: str) -> list[str]:
 
 
 def claims_of(root: Path, paper: str) -> list[Claim]:
-    """The claims a paper's report() judged in an earlier run, from results/<paper>/claims.json (shared.report_paper
+    """The claims a paper's report() judged in an earlier run, from results/<paper>/claims.json (shared.report.paper_page
     writes it; one schema for every paper): only for a paper whose hook did not run in this process (none given, or
     its data not here); otherwise its claims come in memory (build_report's ``claims``). A status outside the
     vocabulary is an error naming the file."""

@@ -9,7 +9,7 @@ difference, 1 for a ratio or a speed-up, the value of a threshold; dashed: the m
 The lines come from the claim's spec in paper.yaml (shared.claims: its judge kind, margin, threshold, tolerance); a
 margin relative to a baseline's mean is read from the rule the library wrote into the evidence ("effect <= 0.35"),
 as the number it was judged against. A claim without a spec (a paper not migrated yet) is drawn without lines.
-Byte-identical renders: matplotlib's default style with DejaVu Sans (shared.report_plot.fixed_style), no Software
+Byte-identical renders: matplotlib's default style with DejaVu Sans (shared.report.plot.fixed_style), no Software
 stamp, and an unchanged image is not rewritten (shared.atomic.save_figure_atomic).
 """
 
@@ -24,9 +24,9 @@ from typing import Any
 
 from shared.atomic import save_figure_atomic
 from shared.claims.spec import ClaimSpecError, load_claims
-from shared.paper_report import Claim
-from shared.report_data import Report
-from shared.report_plot import fixed_style
+from shared.report.content import Report
+from shared.report.paper_hook import Claim
+from shared.report.plot import fixed_style
 from shared.verdict import TONE
 
 FOREST_NAME = "forest.png"

@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from shared.atomic import write_json_atomic, write_text_atomic
-from shared.paper_report import Claim
-from shared.report_data import Report, Row
-from shared.report_format import ratio_text
+from shared.report.content import Report, Row
+from shared.report.paper_hook import Claim
+from shared.report.text import ratio_text
 
 INDEX_JSON, INDEX_CSV = "index.json", "index.csv"
 ROW_FIELDS = ("paper", "dataset", "model", "metric", "mean", "std", "n", "reference", "reference_kind", "source",
@@ -38,7 +38,7 @@ def claim_entry(paper: str, claim: Claim) -> dict[str, Any]:
 
 def index(report: Report) -> dict[str, Any]:
     return {
-        "generated_at_commit": report.commit,  # the pages' stamp (report_data.generation_stamp), not HEAD
+        "generated_at_commit": report.commit,  # the pages' stamp (content.generation_stamp), not HEAD
         "rows": [row_entry(r) for s in report.papers for r in s.rows],
         # every claim with its id, short sentence, dataset, and the scale reached beside the claim's (and their ratio)
         "claims": [claim_entry(s.paper, c) for s in report.papers for c in s.claims],

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from shared.claims.display import params_text
-from shared.paper_report import Claim
 from shared.reference import KINDS, NO_REFERENCE, NOT_REPRODUCED, REPRODUCED
-from shared.report_data import PaperSection, Report, Row
+from shared.report.content import PaperSection, Report, Row
+from shared.report.paper_hook import Claim
 from shared.verdict import NOT_RUN, NOT_TESTABLE, TONE
 
 DASH = "—"

@@ -1,10 +1,10 @@
 """A paper's figures as data: a ``Plot`` of ``Panel``s that one ``draw`` turns into a matplotlib figure.
 
-The architecture rule is that a paper returns its page as data (shared.paper_report); a figure is part of it. A
+The architecture rule is that a paper returns its page as data (shared.report.paper_hook); a figure is part of it. A
 paper builds a spec (lines with an optional band or error bar, grouped bars, a heatmap, reference lines, axis
 settings) and hands ``draw`` to its Figure, e.g. ``Figure("a.png", draw=lambda: draw(spec(records)))``: the spec is
 built lazily, so a page written without plots never reads the traces behind one. Every figure is drawn under
-shared.report_plot.fixed_style, so one spec gives the same PNG bytes on any machine.
+shared.report.plot.fixed_style, so one spec gives the same PNG bytes on any machine.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from shared.report_plot import fixed_style
+from shared.report.plot import fixed_style
 
 Numbers = Sequence[float]
 

@@ -1,10 +1,26 @@
 """Regenerate the results pages from the result files (``make report``: replications.report hands in each
 paper's ``report()`` hook; shared never imports a paper).
 
+The report layer, one module per job:
+- ``__init__``: ``write_report`` and ``main``, every page in the order below (the hooks come from replications.report);
+- ``__main__``: ``python -m shared.report [results_dir] [--full]``, the same without any paper's hook;
+- ``paper_hook``: what a paper's ``report()`` hook receives and returns (PaperResults in; PaperReport, Claim, Table,
+  Figure, Block out);
+- ``paper_page``: writes one paper's PaperReport: results/<paper>/README.md, claims.json and its figures;
+- ``blocks``: small pieces the papers' pages build alike (number cells, mean ± std, wall-time, hardware, commits);
+- ``figures``: a paper's figures as data (a Plot of Panels) and the one ``draw`` that renders them;
+- ``content``: what the shared pages show (Report, PaperSection, Row), computed once from the result files;
+- ``text``: the plain-text cells and sentences the Markdown and HTML pages share;
+- ``markdown``: results/README.md, DETAILS.md and results/<paper>/RESULTS.md;
+- ``html``: results/index.html and details.html;
+- ``plot``: each paper's reproduced_vs_reported.png, and ``fixed_style`` (the same pixels on any machine);
+- ``forest``: results/forest.png, every judged claim's effect with its interval;
+- ``index``: results/index.json and index.csv.
+
 Writes, all atomically, in this order:
 1. each result record's stored ``comparison``, recomputed against its paper.yaml as it is now (a reference
    added after a run is judged without re-running; a stale stored status is never trusted);
-2. each paper's own page from its hook: results/<paper>/README.md, claims.json and figures (shared.report_paper);
+2. each paper's own page from its hook: results/<paper>/README.md, claims.json and figures (shared.report.paper_page);
    the claims the hooks return are handed on in memory (claims.json is read back only for a paper whose hook did
    not run here);
 3. results/README.md and results/index.html (the first screen: per paper, its claims in their short sentences
@@ -33,17 +49,17 @@ from shared import progress
 from shared.atomic import write_json_atomic, write_text_atomic
 from shared.config_check import one_line
 from shared.data import DataError
-from shared.paper_report import Claim, PaperReport, PaperResults, load_paper_results
 from shared.paths import RESULTS
 from shared.reference import load_paper, recompare
-from shared.report_data import DETAIL_NAME, PLOT_NAME, Report, build_report, load_results, scan  # noqa: F401
-from shared.report_forest import FOREST_NAME, forest_rows, plot_forest
-from shared.report_format import claim_line, line, verdict_line, verdicts
-from shared.report_html import DETAILS_HTML, render_details_html, render_html
-from shared.report_index import write_index
-from shared.report_md import DETAILS_MD, render_details, render_index, render_paper
-from shared.report_paper import write_paper
-from shared.report_plot import plot_paper
+from shared.report.content import DETAIL_NAME, PLOT_NAME, Report, build_report, load_results, scan  # noqa: F401
+from shared.report.forest import FOREST_NAME, forest_rows, plot_forest
+from shared.report.html import DETAILS_HTML, render_details_html, render_html
+from shared.report.index import write_index
+from shared.report.markdown import DETAILS_MD, render_details, render_index, render_paper
+from shared.report.paper_hook import Claim, PaperReport, PaperResults, load_paper_results
+from shared.report.paper_page import write_paper
+from shared.report.plot import plot_paper
+from shared.report.text import claim_line, line, verdict_line, verdicts
 from shared.stats import aggregate
 from shared.verdict import CLAIM_STATUSES, NUMBER_STATUSES
 
@@ -198,6 +214,3 @@ def main(argv: list[str] | None = None, hooks: Mapping[str, Hook] | None = None)
     print(counts_line(report, root))
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from pathlib import PurePosixPath
 
-from shared import report_format as f
-from shared.report_data import PaperSection, Report, Row
+from shared.report import text as f
+from shared.report.content import PaperSection, Report, Row
 from shared.verdict import TONE
 
 
