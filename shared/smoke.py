@@ -4,7 +4,7 @@ conf/scale/smoke.yaml is shared by every paper; what makes one paper's smoke run
 own conf/paper/<paper>.yaml as a ``smoke:`` block of dotted keys, e.g. ``model.K: 2`` or
 ``scale.max_epochs: 3``. A key applies to the models that have it (PSHGCN's ``model.K`` leaves RGCN alone);
 a key the user set on the command line wins over the block. ``python -m replications`` applies it as the
-config is composed, so ``--cfg job`` prints the config that runs (replications/__main__.py compose_hook);
+config is composed, in every job's process too, so ``--cfg job`` prints the config that runs (shared/compose.py);
 ``python -m replications.replicate`` and tests call ``apply_smoke`` after composing (applying it twice is harmless).
 """
 

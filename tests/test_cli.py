@@ -15,7 +15,7 @@ import yaml
 from hydra.types import RunMode
 from omegaconf import OmegaConf
 
-from replications.__main__ import finish_config
+from shared.compose import finish_config
 from shared.runlog import RunLog
 from tests.conftest import compose_cfg
 
