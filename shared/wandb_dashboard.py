@@ -1,13 +1,16 @@
 """The W&B dashboard (a report) from conf/wandb/dashboard.yaml.
 
     python -m shared.wandb_dashboard            # offline: validate the spec, print the report it makes
-    python -m shared.wandb_dashboard --create   # online: create the report (W&B key + wandb-workspaces)
+    python -m shared.wandb_dashboard --create   # online: create the report and a workspace (W&B key + wandb-workspaces)
 
 Offline (the default, and all the tests do) nothing contacts W&B: the spec is checked against the tracker's
 naming scheme (shared.tracking) and the committed result files (every headline metric is one the paper's
 records hold; every paper with records has a section), then printed. ``--create`` builds the report with
-``wandb_workspaces.reports.v2`` (``pip install wandb-workspaces``; wandb.apis.reports is its old alias) and
-saves it to the project.
+``wandb_workspaces.reports.v2`` (``pip install wandb-workspaces``; wandb.apis.reports is its old alias) and a
+workspace (a saved view of the project: the same panels, a section per paper) with ``wandb_workspaces.workspaces``,
+and saves both to the project. Run-set filters are strings in the syntax the library's parser reads
+(``wandb_workspaces.expr.expr_to_filters``, run on save): ``Tags() in ["aggregate"]``; its ``Tags().isin([...])``
+is no expression that parser accepts (``ValueError: Unsupported expression type``).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from shared.tracking import SCHEME, SPLITS, metric_name
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = ROOT / "conf" / "wandb" / "dashboard.yaml"
 RESULTS = ROOT / "results"
+AGGREGATE_TAG = "aggregate"  # the tag shared.tracking gives the run holding a protocol's aggregate
 
 
 def load_spec(path: Path = SPEC) -> dict[str, Any]:
@@ -80,11 +84,13 @@ def problems(spec: dict[str, Any], results: Path = RESULTS) -> list[str]:
 def plan(spec: dict[str, Any]) -> list[dict[str, Any]]:
     """The report as plain data: one block per section, each with its run sets and panels (what --create builds)."""
     columns = (spec.get("overview") or {}).get("columns") or ["status", "reference_kind", "difference"]
+    # A run set's groupby names its section ("config.<key>"): a bare "paper.name" is read as section "paper".
     blocks: list[dict[str, Any]] = []
+    aggregates = f'Tags() in ["{AGGREGATE_TAG}"]'  # the protocol's last seed's run (shared.tracking)
     overview = [f"{m}/{c}" for section in spec["papers"].values() for m in section["headline"] for c in columns]
     blocks.append({"heading": (spec.get("overview") or {}).get("title", "Status"),
-                   "runsets": [{"name": "aggregates", "filters": 'Tags().isin(["aggregate"])',
-                                "groupby": ["paper.name"], "columns": overview}],
+                   "runsets": [{"name": "aggregates", "filters": aggregates,
+                                "groupby": ["config.paper.name"], "columns": overview}],
                    "panels": []})
     for paper, section in spec["papers"].items():
         head = section["headline"]
@@ -93,12 +99,18 @@ def plan(spec: dict[str, Any]) -> list[dict[str, Any]]:
         panels += [{"type": "LinePlot", "title": c, "y": [c], "x": "Step", "groupby": "model.name"}
                    for c in section.get("curves") or []]
         blocks.append({"heading": paper, "runsets": [
-            {"name": f"{paper} aggregates", "filters": f'Config("paper.name") == "{paper}" and Tags().isin(["aggregate"])',
-             "groupby": ["dataset.name"],
+            {"name": f"{paper} aggregates", "filters": f'Config("paper.name") == "{paper}" and {aggregates}',
+             "groupby": ["config.dataset.name"],
              "columns": [f"{m}/{c}" for m in head for c in ("mean", "std", "n", *columns)] + [f"reported/{m}" for m in head]},
-            {"name": f"{paper} seeds", "filters": f'Config("paper.name") == "{paper}"', "groupby": ["dataset.name"],
+            {"name": f"{paper} seeds", "filters": f'Config("paper.name") == "{paper}"', "groupby": ["config.dataset.name"],
              "columns": head}], "panels": panels})
     return blocks
+
+
+def _panels(wr: Any, block: dict[str, Any]) -> list[Any]:
+    """A plan block's panels as wandb_workspaces objects (the report's and the workspace's are the same classes)."""
+    return [wr.BarPlot(title=p["title"], metrics=p["metrics"], groupby=p["groupby"]) if p["type"] == "BarPlot"
+            else wr.LinePlot(title=p["title"], x=p["x"], y=p["y"], groupby=p["groupby"]) for p in block["panels"]]
 
 
 def build_report(spec: dict[str, Any], entity: str):
@@ -108,17 +120,25 @@ def build_report(spec: dict[str, Any], entity: str):
     project = spec["project"]
     blocks: list[Any] = [wr.MarkdownBlock(text=spec.get("description", ""))]
     for block in plan(spec):
+        # A runs-table column is "<section>:<name>"; every column here is a metric of the run's summary.
         runsets = [wr.Runset(entity=entity, project=project, name=r["name"], filters=r["filters"], groupby=r["groupby"],
-                             visible_columns=r["columns"]) for r in block["runsets"]]
-        panels = []
-        for p in block["panels"]:
-            if p["type"] == "BarPlot":
-                panels.append(wr.BarPlot(title=p["title"], metrics=p["metrics"], groupby=p["groupby"]))
-            else:
-                panels.append(wr.LinePlot(title=p["title"], x=p["x"], y=p["y"], groupby=p["groupby"]))
-        blocks += [wr.H2(text=block["heading"]), wr.PanelGrid(runsets=runsets, panels=panels)]
+                             visible_columns=[f"summary:{c}" for c in r["columns"]]) for r in block["runsets"]]
+        blocks += [wr.H2(text=block["heading"]), wr.PanelGrid(runsets=runsets, panels=_panels(wr, block))]
     return wr.Report(entity=entity, project=project, title=spec["title"], description=spec.get("description", ""),
                      blocks=blocks, width="fluid")
+
+
+def build_workspace(spec: dict[str, Any], entity: str):
+    """The project's workspace (a saved view; not saved here): a section per paper with the report's panels over
+    every run, grouped by paper and dataset. Needs `pip install wandb-workspaces`."""
+    import wandb_workspaces.reports.v2 as wr
+    import wandb_workspaces.workspaces as ws
+    from wandb_workspaces import expr
+
+    sections = [ws.Section(name=block["heading"], panels=_panels(wr, block), is_open=True)
+                for block in plan(spec) if block["panels"]]
+    return ws.Workspace(entity=entity, project=spec["project"], name=spec["title"], sections=sections,
+                        runset_settings=ws.RunsetSettings(groupby=[expr.Config("paper.name"), expr.Config("dataset.name")]))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -154,9 +174,13 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     import wandb
 
-    report = build_report(spec, args.entity or wandb.Api().default_entity)
+    entity = args.entity or wandb.Api().default_entity
+    report = build_report(spec, entity)
     report.save()
-    print(f"created {report.url}")
+    print(f"created report {report.url}")
+    workspace = build_workspace(spec, entity)
+    workspace.save()
+    print(f"created workspace {workspace.url}")
     return 0
 
 

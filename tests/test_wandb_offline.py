@@ -308,12 +308,33 @@ def test_a_broken_dashboard_spec_is_refused(tmp_path, capsys):
     assert dash.main(["--spec", str(path)]) == 2 and "test_auc" in capsys.readouterr().err
 
 
-def test_the_report_builds_with_wandb_workspaces():
-    pytest.importorskip("wandb_workspaces")
+def test_the_report_and_workspace_build_with_wandb_workspaces():
+    """The real library (wandb-workspaces, pinned in the dev extra: imported, never skipped) builds both from the
+    committed spec, with no network and nothing saved: every run set's filter and grouping go through the parsers
+    save() runs (it refused ``Tags().isin([...])``: ValueError: Unsupported expression type), and the workspace
+    converts to the view save() would send."""
+    from wandb_workspaces import expr
+
     from shared import wandb_dashboard as dash
 
-    report = dash.build_report(dash.load_spec(), entity="nobody")  # built, never saved
-    assert report.title and len(report.blocks) > len(dash.load_spec()["papers"])
+    spec = dash.load_spec()
+    report = dash.build_report(spec, entity="nobody")
+    assert report.title == spec["title"] and len(report.blocks) > len(spec["papers"])
+    runsets = [r for block in report.blocks for r in getattr(block, "runsets", [])]
+    assert len(runsets) == 1 + 2 * len(spec["papers"])  # the overview's, then each paper's aggregates and seeds
+    for runset in runsets:  # what Runset._to_model sends (it looks the project up online first, so not called here)
+        filters = expr.filters_tree_to_v2(expr.expr_to_filters(runset.filters))
+        assert filters["filters"], runset.filters
+        assert all(expr.groupby_str_to_key(g).section == "config" for g in runset.groupby), runset.groupby
+        assert all(c.startswith("summary:") for c in runset.visible_columns), runset.name
+    aggregates = expr.expr_to_filters(runsets[0].filters)
+    assert (aggregates.op, aggregates.key.section, aggregates.key.name, aggregates.value) == \
+        ("IN", "run", "tags", ["aggregate"])  # the tag shared.tracking puts on the aggregate's run
+
+    workspace = dash.build_workspace(spec, entity="nobody")
+    view = workspace._to_model()  # the view save() would upsert; offline
+    assert [s.name for s in workspace.sections] == [p for p, sec in spec["papers"].items() if sec["headline"]]
+    assert view.spec.section.run_sets[0].grouping[0].name == "paper.value.name"  # the config key as W&B stores it
 
 
 def test_the_wandb_sweep_is_the_hydra_sweep():
