@@ -4,7 +4,7 @@ Seeds of one protocol may run at different commits (a resumed run, parallel jobs
 one record only if the code that computed them is the same; the configs alone cannot tell. The fingerprint
 hashes the git blob ids of the Python files of the paper's package, of the packages it imports from
 ``replications/`` (e.g. the shared MoE layer) and of ``shared/``, leaving out files that only present or
-combine results (report, merge, sweep, reference, benchmarks, tables and figures).
+combine results (report, merge, sweep, reference, benchmarks and figures).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from pathlib import Path
 
 from shared.paths import REPO_ROOT
 
-PRESENTATION = {"report.py", "merge.py", "sweep.py", "reference.py", "bench.py", "table.py", "figures.py",
-                "codeprint.py", "verify.py"}
+PRESENTATION = {"report.py", "merge.py", "sweep.py", "reference.py", "bench.py", "figures.py", "codeprint.py",
+                "verify.py"}
 
 
 def package_dependencies(paper: str, repo: Path = REPO_ROOT) -> list[str]:

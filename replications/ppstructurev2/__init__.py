@@ -37,7 +37,7 @@ class PPStructureV2Replication(Replication):
         m = run.cfg.model
         if m.task == "table":
             from replications.ocr.engines import PPOCREngine
-            from replications.ppstructurev2.table import SLANet
+            from replications.ppstructurev2.slanet import SLANet
 
             return {"structure": SLANet(str(model_path(m.weights)), prun.threads()),
                     "ocr": PPOCREngine(m.ocr.version, dict(m.ocr.det), 0.0, False, prun.threads())}

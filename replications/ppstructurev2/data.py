@@ -16,7 +16,7 @@ from pathlib import Path
 import datasets
 from omegaconf import DictConfig
 
-from replications.ppstructurev2.table import is_complex, merge_tokens, structure_of_html, to_html
+from replications.ppstructurev2.slanet import is_complex, merge_tokens, structure_of_html, to_html
 from shared.data import DataError, DatasetSpec, RemoteFile, cache_dir, fetch, funsd, mirror_dir
 from shared.data.fetch import extract_zip, sha256_of
 

@@ -20,7 +20,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
 
 from replications.ocr.details import run_details
-from replications.ppstructurev2.table import structure_of_html  # noqa: E402
+from replications.ppstructurev2.slanet import structure_of_html  # noqa: E402
 from shared.claims import paper_claims  # noqa: E402
 from shared.reference import (
     load_paper,  # noqa: E402

@@ -25,7 +25,7 @@ import cv2
 import numpy as np
 from omegaconf import DictConfig
 
-from replications.ppstructurev2 import table
+from replications.ppstructurev2 import slanet
 from replications.ppstructurev2.teds import teds
 from shared.progress import bar
 
@@ -63,26 +63,26 @@ def _mean(rows: list[dict], key: str, kind: str | None = None) -> float:
 
 
 def measure_tables(cfg: DictConfig, models: dict[str, Any], ds) -> tuple[dict[str, float], dict[str, Any]]:
-    slanet, ocr = models["structure"], models["ocr"]
+    net, ocr = models["structure"], models["ocr"]
     first = read_image(ds[0]["image_path"])
-    slanet(first), table.table_ocr(ocr, first)  # warm-up (session initialisation), not timed
+    net(first), slanet.table_ocr(ocr, first)  # warm-up (session initialisation), not timed
     rows, examples = [], {}
     wanted = set(cfg.dataset.get("example_items", []))
     for item in bar(ds, desc=f"{cfg.dataset.name} tables", unit="table", total=len(ds)):
         img = read_image(item["image_path"])
         t0, c0 = time.perf_counter(), time.process_time()
-        structure = slanet(img)
+        structure = net(img)
         t1, c1 = time.perf_counter(), time.process_time()
-        ocr_out = table.table_ocr(ocr, img)
+        ocr_out = slanet.table_ocr(ocr, img)
         t2 = time.perf_counter()
-        pred_html = table.fill(structure, ocr_out.boxes, ocr_out.texts)
+        pred_html = slanet.fill(structure, ocr_out.boxes, ocr_out.texts)
         t3, c3 = time.perf_counter(), time.process_time()
-        _, gt_cells = table.structure_of_html(item["html"])
+        _, gt_cells = slanet.structure_of_html(item["html"])
         row = {
             "image_id": item["image_id"], "type": item["type"], "exact": structure.tokens == list(item["structure"]),
             "teds": teds(pred_html, item["html"]),
-            "teds_struct": teds(table.to_html(structure.tokens), item["html"], structure_only=True),
-            "teds_oracle": teds(table.to_html(structure.tokens, gt_cells), item["html"]),
+            "teds_struct": teds(slanet.to_html(structure.tokens), item["html"], structure_only=True),
+            "teds_oracle": teds(slanet.to_html(structure.tokens, gt_cells), item["html"]),
             "tokens_pred": len(structure.tokens), "tokens_true": len(item["structure"]),
             "cells_pred": int(len(structure.boxes)), "ocr_boxes": int(len(ocr_out.boxes)),
             "seconds": {"structure": t1 - t0, "ocr": t2 - t1, "match": t3 - t2, "pipeline": t3 - t0},
