@@ -124,3 +124,31 @@ def test_sizes_without_the_verdicts_dataset_are_refused(tmp_path):
     path.write_text(SIZES_SPEC.replace("sizes: [s, d, l]", "sizes: [s, l]"))
     with pytest.raises(ClaimSpecError, match="claim 'outperform': key 'sizes'"):
         load_claims(path)
+
+
+def test_the_page_shows_each_size_the_trend_and_its_figure(tmp_path):
+    from shared.claims import judge_paper, load_claims
+    from shared.claims.judge import as_claim
+    from shared.report.paper_hook import PaperReport, PaperResults
+    from shared.report.paper_page import render_page, write_paper
+
+    path = tmp_path / "toy" / "paper.yaml"
+    path.parent.mkdir()
+    path.write_text(SIZES_SPEC)
+    records = {}
+    for dataset, gap in (("s", 0.1), ("d", 0.2), ("l", 0.3)):
+        records[dataset, "a"] = {"dataset": dataset, "model": "a",
+                                 "runs": [{"seed": s, "metrics": {"loss": 1.0}} for s in (1, 2, 3)]}
+        records[dataset, "b"] = {"dataset": dataset, "model": "b", "runs": [
+            {"seed": s, "metrics": {"loss": 1.0 + gap + d}} for s, d in ((1, -0.05), (2, 0.0), (3, 0.05))]}
+    claims = [as_claim(v) for v in judge_paper(load_claims(path), PaperResults("toy", tmp_path / "toy", records))]
+    report = PaperReport(blocks=["# toy"], claims=claims)
+    page = render_page("toy", report)
+    assert page.index("## Verdicts") < page.index("## How the effects move with model size")
+    # se per size 0.05 / sqrt(3), w = 1200: se(slope) = sqrt(1 / 2400), t(6) = 2.4469 -> half-width 0.0499
+    assert "| A beats B on test loss (d) | s | 0.1M | +0.1 [-0.0242, +0.224] nats (95% t, n = 3) | inconclusive |" in page
+    assert "moves toward the claim: +0.1 [+0.0501, +0.15] nats per 10x params, 0.1M-10M params (claim: 1.5B)" in page
+    assert "![trend outperform](trend_outperform.png)" in page
+    written = write_paper(tmp_path / "out", "toy", report)
+    assert (tmp_path / "out" / "trend_outperform.png").stat().st_size > 10_000 and len(written) == 3
+    assert claims[0].as_json()["trend"]["reading"] == TOWARD  # claims.json carries it

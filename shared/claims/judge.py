@@ -225,7 +225,7 @@ def as_claim(verdict: Verdict) -> Claim:
                  unit=verdict.unit, scale=verdict.scale.get("text", ""), id=verdict.id, short=words,
                  dataset=verdict.dataset, n=verdict.n, caveat=verdict.caveat, reached_scale=verdict.scale,
                  claim_scale=verdict.claim_scale, scale_ratio=verdict.scale_ratio, scale_note=verdict.scale_note,
-                 arms=list(verdict.arms))
+                 arms=list(verdict.arms), trend=verdict.trend)
 
 
 def paper_claims(paper_file: Path, results: PaperResults) -> list[Claim]:

@@ -51,6 +51,7 @@ class Claim:
     scale_ratio: float | None = None
     scale_note: str = ""  # 'at 0.81M params (claim: 1.5B)': reached far below the claim's scale
     arms: list[str] = field(default_factory=list)  # the judge's arms (arm, baseline)
+    trend: dict[str, Any] | None = None  # the effect across model sizes (a spec's sizes:, shared.claims.trend)
 
     def __post_init__(self) -> None:
         checked(self.status)

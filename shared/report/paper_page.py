@@ -12,6 +12,7 @@ from shared.data import DataError
 from shared.report.markdown import status_cell
 from shared.report.paper_hook import CLAIMS_NAME, PAGE_NAME, Block, Figure, PaperReport, Table
 from shared.report.text import claim_evidence, claim_words, evidence, scale_words
+from shared.report.trend import trend_blocks
 
 
 def cell(value: Any) -> str:
@@ -35,16 +36,22 @@ def claims_table(report: PaperReport) -> Table:
                   "evidence", "source", "verified"], rows)
 
 
-def render_page(paper: str, report: PaperReport) -> str:
-    """The blocks in order, with the claims' verdicts right under the page's title (its first block) so a
-    reader sees them first; the same Claim objects go to claims.json, the index and the terminal."""
+def page_blocks(report: PaperReport) -> list[Block]:
+    """The paper's blocks with the claims' verdicts right under the page's title (its first block) so a reader sees
+    them first, then how the effects move with model size where a claim was measured at several sizes."""
     blocks: list[Block] = list(report.blocks)
     if report.claims:
-        verdicts = ["## Verdicts", claims_table(report)]
+        verdicts = ["## Verdicts", claims_table(report), *trend_blocks(report.claims)]
         at = 1 if blocks and isinstance(blocks[0], str) and blocks[0].lstrip().startswith("# ") else 0
         blocks[at:at] = verdicts
+    return blocks
+
+
+def render_page(paper: str, report: PaperReport) -> str:
+    """The page's blocks (page_blocks) in order; the same Claim objects go to claims.json, the index and the
+    terminal."""
     parts = []
-    for block in blocks:
+    for block in page_blocks(report):
         if isinstance(block, Table):
             parts.append("\n".join(markdown_table(block)))
         elif isinstance(block, Figure):
@@ -62,7 +69,7 @@ def write_paper(folder: Path, paper: str, report: PaperReport, plots: bool = Tru
     """Every file of the paper's own page under ``folder`` (= <results root>/<paper>); returns their paths."""
     written = []
     if plots:
-        for figure in report.figures():
+        for figure in [b for b in page_blocks(report) if isinstance(b, Figure)]:
             try:
                 drawn = figure.draw()
             except DataError as exc:  # a figure of the data itself (an example page) needs the dataset at hand
