@@ -36,8 +36,11 @@ def _digest(entries: list[str]) -> str | None:
     return hashlib.sha256("\n".join(sorted(entries)).encode()).hexdigest() if entries else None
 
 
+PRESENTATION_PACKAGES = ("shared/report/",)  # the pages: what they show, never what a run computes
+
+
 def _shapes(path: str) -> bool:
-    return path.endswith(".py") and Path(path).name not in PRESENTATION
+    return path.endswith(".py") and Path(path).name not in PRESENTATION and not path.startswith(PRESENTATION_PACKAGES)
 
 
 def code_fingerprint(commit: str, paper: str, repo: Path = REPO_ROOT) -> str | None:
