@@ -149,6 +149,7 @@ def test_the_page_shows_each_size_the_trend_and_its_figure(tmp_path):
     assert "| A beats B on test loss (d) | s | 0.1M | +0.1 [-0.0242, +0.224] nats (95% t, n = 3) | inconclusive |" in page
     assert "moves toward the claim: +0.1 [+0.0501, +0.15] nats per 10x params, 0.1M-10M params (claim: 1.5B)" in page
     assert "![trend outperform](trend_outperform.png)" in page
+    assert "(ratio 1/1500); across 0.1M-10M params: moves toward the claim |" in page  # the verdict table's scale cell
     written = write_paper(tmp_path / "out", "toy", report)
     assert (tmp_path / "out" / "trend_outperform.png").stat().st_size > 10_000 and len(written) == 3
     assert claims[0].as_json()["trend"]["reading"] == TOWARD  # claims.json carries it

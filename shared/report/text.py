@@ -212,7 +212,17 @@ def scale_words(claim: Claim) -> str:
     if not here and not there:
         return DASH
     ratio = ratio_text(claim.scale_ratio)
-    return f"{here or DASH} here; claim: {there or DASH}" + (f" (ratio {ratio})" if ratio != DASH else "")
+    words_ = f"{here or DASH} here; claim: {there or DASH}" + (f" (ratio {ratio})" if ratio != DASH else "")
+    return words_ + trend_words(claim)
+
+
+def trend_words(claim: Claim) -> str:
+    """'; across 0.11M-2.7M params: flat': where the claim was measured at several model sizes, how its effect
+    moves with size (shared.claims.trend; the slope and figure are on the paper's page), else ''."""
+    rungs = (claim.trend or {}).get("rungs") or []
+    if len(rungs) < 2:
+        return ""
+    return f"; across {params_text(rungs[0]['params'])}-{params_text(rungs[-1]['params'])} params: {claim.trend['reading']}"
 
 
 def row_evidence(row: Row) -> str:
