@@ -194,8 +194,11 @@ def size_trend(spec: ClaimSpec, results: PaperResults) -> dict[str, Any] | None:
     if len(rungs) < 2:
         return None
     claim_params = spec.claim_scale.get("active_params") or spec.claim_scale.get("params")
-    return fit(rungs, str((spec.judge or {}).get("claimed", "positive")), _unit(spec, rungs),
-               claim_params).as_json()
+    judge = spec.judge or {}
+    own = next((d for d in spec.per_dataset if d in spec.sizes), None)  # the verdict that carries the trend
+    threshold = per_dataset_value(judge.get("threshold"), own)
+    return fit(rungs, str(judge.get("claimed", "positive")), _unit(spec, rungs), claim_params,
+               float(threshold) if threshold is not None else 0.0).as_json()
 
 
 def _unit(spec: ClaimSpec, rungs: list[Rung]) -> str:

@@ -56,6 +56,7 @@ class Trend:
     unit: str = ""
     claim_params: float | None = None
     intercept: float | None = None  # the fitted line: effect = intercept + slope x log10(params)
+    line: float = 0.0  # what the claim is judged against: 0 (no effect), or a threshold kind's threshold
 
     @property
     def text(self) -> str:
@@ -94,11 +95,12 @@ def reading(low: float | None, high: float | None, claimed: str) -> str:
     return FLAT
 
 
-def fit(rungs: Sequence[Rung], claimed: str, unit: str = "", claim_params: float | None = None) -> Trend:
+def fit(rungs: Sequence[Rung], claimed: str, unit: str = "", claim_params: float | None = None,
+        line: float = 0.0) -> Trend:
     """The trend of ``rungs`` (any order; sorted by size) for a claim whose effect is ``claimed``."""
     ordered = tuple(sorted(rungs, key=lambda r: r.params))
     if len(ordered) < 2:
-        return Trend(None, None, None, UNKNOWN, ordered, unit, claim_params)
+        return Trend(None, None, None, UNKNOWN, ordered, unit, claim_params, line=line)
     x = np.log10([r.params for r in ordered])
     y = np.array([r.effect for r in ordered], dtype=np.float64)
     ses = [standard_error(r) for r in ordered]
@@ -116,9 +118,9 @@ def fit(rungs: Sequence[Rung], claimed: str, unit: str = "", claim_params: float
         sxx = float(np.sum((x - xm) ** 2))
         slope = float(np.sum((x - xm) * (y - ym)) / sxx)
         if df < 1:
-            return Trend(slope, None, None, UNKNOWN, ordered, unit, claim_params, ym - slope * xm)
+            return Trend(slope, None, None, UNKNOWN, ordered, unit, claim_params, ym - slope * xm, line)
         residual = y - (ym + slope * (x - xm))
         se = math.sqrt(float(np.sum(residual ** 2)) / df / sxx)
     half = float(stats.t.ppf(0.5 + LEVEL / 2, df)) * se
     low, high = slope - half, slope + half
-    return Trend(slope, low, high, reading(low, high, claimed), ordered, unit, claim_params, ym - slope * xm)
+    return Trend(slope, low, high, reading(low, high, claimed), ordered, unit, claim_params, ym - slope * xm, line)

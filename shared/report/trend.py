@@ -49,17 +49,19 @@ def trend_plot(claim: Claim) -> Plot:
         has = [r["low"] is not None and r["high"] is not None and not math.isnan(r["low"]) for r in chosen]
         below = [r["effect"] - r["low"] if ok else 0.0 for r, ok in zip(chosen, has)]
         above = [r["high"] - r["effect"] if ok else 0.0 for r, ok in zip(chosen, has)]
-        series.append(Series("effect (95% interval)" if judged else "size not judged (precondition)",
+        spread = "range over settings" if chosen[0]["method"] == "range" else "95% interval"
+        series.append(Series(f"effect ({spread})" if judged else f"size not judged (precondition; {spread})",
                              [r["params"] for r in chosen], [r["effect"] for r in chosen], style="o", color="C0",
                              yerr=(below, above), hollow=not judged))
     if t.get("slope") is not None and t.get("intercept") is not None and len(rungs) >= 2:
         xs = [rungs[0]["params"], rungs[-1]["params"]]
         series.append(Series(f"fit: {t['slope']:+.3g} per 10x", xs,
                              [t["intercept"] + t["slope"] * math.log10(x) for x in xs], style="--", color="C1"))
-    claim_params = t.get("claim_params")
+    claim_params, line = t.get("claim_params"), float(t.get("line") or 0.0)
     title = f"{claim.short}\n{t.get('reading', '')}" + (f" (claim at {params_text(claim_params)})" if claim_params else "")
     return Plot([Panel(title=title, xlabel="active parameters per token", ylabel=t.get("unit") or "effect",
-                       series=series, hlines=[Rule(0.0, "no effect", style=":")], log_x=True, grid=True,
+                       series=series, hlines=[Rule(line, "claim's threshold" if line else "no effect", style=":")],
+                       log_x=True, grid=True,
                        title_size=9)], panel_size=(5.6, 3.8))
 
 
