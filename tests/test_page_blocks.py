@@ -1,20 +1,41 @@
-"""shared/report/blocks.py: each helper on hand-computed cases (issue 39)."""
+"""shared/report/blocks.py, columns.py and figures.curve_series: each helper on hand-computed cases (issue 39)."""
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 
+from shared.records import OFFICIAL_NAME
 from shared.report.blocks import (
+    CHAR_BIGRAM,
     agg_text,
+    box_patch,
     commit_text,
     hardware_line,
     interval,
     mean_std,
     minutes,
     num,
+    official_runs,
+    official_source,
+    ordered,
     reference_text,
     tight,
 )
+from shared.report.columns import (
+    MODEL,
+    SEEDS,
+    WALL,
+    agg_column,
+    char_columns,
+    char_floor_row,
+    column_table,
+    mean_column,
+    seeds_column,
+)
+from shared.report.figures import curve_series
+from shared.report.paper_hook import PaperResults
 
 
 def test_num_dash_for_missing() -> None:
@@ -62,3 +83,48 @@ def test_tight_returns_the_figure() -> None:
 
     fig = Fig()
     assert tight(fig) is fig and fig.laid
+
+
+def record(model: str, values: list[float]) -> dict:
+    agg = {"mean": 2.0, "std": 1.0, "ci95_low": 0.5, "ci95_high": 3.5}
+    return {"dataset": "d", "model": model, "wall_seconds": 90, "aggregate": {"loss": agg, "valid_loss": agg},
+            "runs": [{"seed": i + 1, "metrics": {"loss": v}} for i, v in enumerate(values)]}
+
+
+def test_column_table_rows_then_padded_extra_rows() -> None:
+    records = [record("a", [1.0, 2.0, 3.0]), record("b", [4.0])]
+    table = column_table(records, [MODEL, agg_column("loss", "loss", 1, ci=True), mean_column("mean", "loss", 0),
+                                   seeds_column("over seeds", "loss"), SEEDS, WALL], [["floor", "0.5"]], note="n")
+    assert table.header == ["model", "loss", "mean", "over seeds", "seeds", "wall time"]
+    assert table.rows == [["a", "2.0 ± 1.0 [0.5, 3.5]", "2", "2.00 ± 1.00", 3, "1.5 min"],
+                          ["b", "2.0 ± 1.0 [0.5, 3.5]", "2", "4.00 ± 0.00", 1, "1.5 min"],
+                          ["floor", "0.5", "-", "-", "-", "-"]]
+    assert table.note == "n"
+
+
+def test_char_columns_and_floor_row() -> None:
+    (loss_header, loss), (below_header, below) = char_columns(2.5)
+    assert loss_header == "valid loss, nats/char (mean ± std) [95% CI]" and below_header == "below the bigram floor by"
+    assert loss(record("a", [1.0])) == "2.000 ± 1.000 [0.500, 3.500]" and below(record("a", [1.0])) == "0.500"
+    assert char_floor_row(2.5) == [CHAR_BIGRAM, "2.500", "0"]
+
+
+def test_ordered_and_official_runs(tmp_path: Path) -> None:
+    records = {("d", "b"): record("b", [1.0]), ("d", "a"): record("a", [1.0]), ("e", "a"): record("a", [1.0])}
+    results = PaperResults("p", tmp_path, records)
+    assert list(ordered(results, "d", ["a", "c", "b"])) == ["a", "b"]
+    official = {"repository": "https://x/y", "commit": "0123456789abcdef"}
+    (tmp_path / "e").mkdir()
+    (tmp_path / "e" / OFFICIAL_NAME).write_text(json.dumps(official))
+    (tmp_path / "f").mkdir()  # an official record without the suite's: left out
+    (tmp_path / "f" / OFFICIAL_NAME).write_text(json.dumps(official))
+    assert list(official_runs(results, "a")) == [("e", official, records["e", "a"])]
+    assert official_source(official) == "https://x/y @ 0123456789ab"
+
+
+def test_box_patch_and_curve_series() -> None:
+    patch = box_patch((1, 2, 4, 8), lw=0.5, color="red")
+    assert (patch.get_x(), patch.get_y(), patch.get_width(), patch.get_height()) == (1, 2, 3, 6)
+    assert not patch.get_fill() and patch.get_linewidth() == 0.5
+    s = curve_series("a", [{"step": 1, "loss": 3.0}, {"step": 2, "loss": 2.5}], "step", "loss", "o-", "k", ms=3)
+    assert (s.label, list(s.x), list(s.y), s.style, s.color, s.ms) == ("a", [1, 2], [3.0, 2.5], "o-", "k", 3)

@@ -13,14 +13,14 @@ from typing import Any
 import numpy as np
 
 
-def curve(run: dict[str, Any]) -> tuple[list[int], np.ndarray]:
+def curve(run: dict[str, Any], key: str = "valid_ppl_subset") -> tuple[list[int], np.ndarray]:
     points = run["train"]["curve"]
-    return [p["step"] for p in points], np.array([p["valid_ppl_subset"] for p in points], dtype=float)
+    return [p["step"] for p in points], np.array([p[key] for p in points], dtype=float)
 
 
-def mean_curve(record: dict[str, Any]) -> tuple[list[int], np.ndarray]:
-    curves = [curve(run) for run in record["runs"]]
-    return curves[0][0], np.mean([ppl for _, ppl in curves], axis=0)
+def mean_curve(record: dict[str, Any], key: str = "valid_ppl_subset") -> tuple[list[int], np.ndarray]:
+    curves = [curve(run, key) for run in record["runs"]]
+    return curves[0][0], np.mean([values for _, values in curves], axis=0)
 
 
 def first_reaching(steps: list[int], ppl: np.ndarray, target: float) -> int | None:

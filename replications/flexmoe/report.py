@@ -1,10 +1,8 @@
-"""FlexMoE's page as data (``build``): the tables and the figures; the claims are paper.yaml's specs judged by
-shared.claims (the premise statistics, the testbed's ratio and the scales are in measures.py).
-
-Reads the wikitext2 and tinyshakespeare records (the runner's, with each run's trace statistics), the traces beside
-them (<paper folder>/traces/*.npz) and, where present, the side files the manual steps wrote: simulation.json
-(simulate.py: MODELLED) and replica_a2a.json (a2a_bench.py: MEASURED on the testbed). The simulator and the testbed
-read WikiText-2 only.
+"""FlexMoE's page as data (``build``) from the wikitext2 and tinyshakespeare records (with each run's trace
+statistics), the traces beside them (<paper folder>/traces/*.npz) and, where present, the side files the manual steps
+wrote: simulation.json (simulate.py: MODELLED) and replica_a2a.json (a2a_bench.py: MEASURED on the testbed), both of
+WikiText-2. The claims are paper.yaml's, judged by shared.claims (the premise statistics, the testbed's ratio and the
+scales are in measures.py).
 """
 
 from __future__ import annotations
@@ -16,7 +14,8 @@ import numpy as np
 
 from replications.flexmoe.measures import NAMES, UNITS, a2a_check
 from shared.claims import load_claims, paper_claims
-from shared.report.blocks import hardware_line, mean_std, minutes
+from shared.report.blocks import hardware_line, minutes, ordered
+from shared.report.columns import column_table, seeds_column
 from shared.report.figures import Bars, Heatmap, Panel, Plot, Rule, Series, draw
 from shared.report.paper_hook import Figure, PaperReport, PaperResults, Table
 
@@ -63,20 +62,15 @@ def simulation_summary(sim: dict[str, Any] | None) -> dict[str, Any]:
 def premise_table(records: dict[str, dict[str, Any]], dataset: str) -> Table:
     """One dataset's premise statistics per setting (mean ± std over seeds); WikiText-2 reports test PPL, Tiny
     Shakespeare (no test part) its validation loss in nats per character."""
-    quality, metric, digits = (("test PPL", "test_ppl", 0) if dataset == DATASET
-                               else ("valid loss (nats/char)", "valid_loss", 3))
-    header = ["setting", quality, "imbalance max/mean (all steps)", "first half", "second half", "TV consecutive",
-              "noise floor", "TV / floor", "Spearman consecutive", "Spearman 5 windows apart", "hot-expert changes",
-              "dropped", "wall time (all seeds)"]
-    rows = []
-    for name, r in records.items():
-        def v(m: str, d: int = 2, r: dict = r) -> str:
-            return mean_std([float(run["metrics"][m]) for run in r["runs"]], d)
-        rows.append([name, v(metric, digits), v("imbalance_mean"), v("imbalance_first_half"),
-                     v("imbalance_second_half"), v("tv_consecutive", 3), v("tv_noise_floor", 3), v("tv_over_noise", 1),
-                     v("spearman_consecutive"), v("spearman_lagged"), v("hot_expert_changes", 1),
-                     v("dropped_fraction", 3), minutes(r["wall_seconds"])])
-    return Table(header, rows)
+    quality = seeds_column("test PPL", "test_ppl", 0) if dataset == DATASET else \
+        seeds_column("valid loss (nats/char)", "valid_loss", 3)
+    return column_table(records.values(), [
+        ("setting", lambda r: r["model"]), quality, seeds_column("imbalance max/mean (all steps)", "imbalance_mean"),
+        seeds_column("first half", "imbalance_first_half"), seeds_column("second half", "imbalance_second_half"),
+        seeds_column("TV consecutive", "tv_consecutive", 3), seeds_column("noise floor", "tv_noise_floor", 3),
+        seeds_column("TV / floor", "tv_over_noise", 1), seeds_column("Spearman consecutive", "spearman_consecutive"),
+        seeds_column("Spearman 5 windows apart", "spearman_lagged"), seeds_column("hot-expert changes", "hot_expert_changes", 1),
+        seeds_column("dropped", "dropped_fraction", 3), ("wall time (all seeds)", lambda r: minutes(r["wall_seconds"]))])
 
 
 def protocol_words(records: dict[str, dict[str, Any]], dataset: str) -> str:
@@ -87,12 +81,13 @@ def protocol_words(records: dict[str, dict[str, Any]], dataset: str) -> str:
             f"{p['trace_sources']} trace sources (one sequence each).")
 
 
-def premise_blocks(records: dict[str, dict[str, Any]]) -> list[Any]:
+def premise_blocks(records: dict[str, dict[str, Any]], folder: Path) -> list[Any]:
     return ["## 1. The premise, measured", premise_table(records, DATASET),
             "Read with the figure: imbalance and window-to-window change are largest early (steps 10-50) and "
             "decay as training settles and the learning rate decays linearly to 0 at the last step; the "
             "second-half figures are what a long run's steady state would look like at best.",
-            protocol_words(records, DATASET)]
+            protocol_words(records, DATASET),
+            Figure("premise.png", draw=lambda: draw(plot_premise(records, folder)), caption="premise", dpi=110)]
 
 
 def char_premise_blocks(records: dict[str, dict[str, Any]], folder: Path) -> list[Any]:
@@ -123,13 +118,10 @@ def simulation_blocks(sim: dict[str, Any], sim_summary: dict[str, Any]) -> list[
     header = (["setting", "link"] + [POLICY_NAMES[p] + " ms" for p in POLICY_NAMES]
               + ["static / FlexMoE", "FasterMoE / FlexMoE", "static / FasterMoE", "order (fastest first)",
                  "FlexMoE ops (mean per run)", "FasterMoE shadowed per step"])
-    rows = []
-    for e in sim_summary.values():
-        ops = ", ".join(f"{k} {v:.1f}" for k, v in e["ops"].items() if v)
-        rows.append([e["model"], e["link"], *(f"{e['mean_ms'][p]:.1f}" for p in POLICY_NAMES),
-                     f"{e['ratios']['static_over_flexmoe']:.3f}", f"{e['ratios']['fastermoe_over_flexmoe']:.3f}",
-                     f"{e['ratios']['static_over_fastermoe']:.3f}", e["order"], ops or "none",
-                     f"{e['mean_shadowed']:.2f}"])
+    rows = [[e["model"], e["link"], *(f"{e['mean_ms'][p]:.1f}" for p in POLICY_NAMES),
+             *(f"{e['ratios'][k]:.3f}" for k in ("static_over_flexmoe", "fastermoe_over_flexmoe", "static_over_fastermoe")),
+             e["order"], ", ".join(f"{k} {v:.1f}" for k, v in e["ops"].items() if v) or "none", f"{e['mean_shadowed']:.2f}"]
+            for e in sim_summary.values()]
     return ["## 2. Placement policies on the traces: MODELLED step time (not measured)", text,
             Table(header, rows, note="Every number in this section is an output of the model."),
             Figure("simulation.png", draw=lambda: draw(plot_simulation(sim_summary)), caption="simulation", dpi=110)]
@@ -206,9 +198,7 @@ def plot_a2a(a2a_raw: dict[str, Any]) -> Plot:
 def build(results: PaperResults) -> PaperReport | None:
     """The page from the wikitext2 and tinyshakespeare records (None without either), their traces and the side
     files where present."""
-    found, found_ts = results.models(DATASET), results.models("tinyshakespeare")
-    records = {name: found[name] for name in ORDER if name in found}
-    ts = {name: found_ts[name] for name in ORDER if name in found_ts}
+    records, ts = ordered(results, DATASET, ORDER), ordered(results, "tinyshakespeare", ORDER)
     if not records and not ts:
         return None
     sim, a2a_raw = results.side_file("simulation.json"), results.side_file("replica_a2a.json")
@@ -230,15 +220,8 @@ def build(results: PaperResults) -> PaperReport | None:
     folder = results.folder
     blocks: list[Any] = ["# FlexMoE on CPU: routing traces, a placement simulator (modelled), a replicated expert "
                          "(measured)", intro]
-    if records:
-        blocks += [*premise_blocks(records),
-                   Figure("premise.png", draw=lambda: draw(plot_premise(records, folder)), caption="premise", dpi=110)]
-    else:
-        blocks += ["## 1. The premise, measured", "WikiText-2: no complete records."]
-    if ts:
-        blocks += char_premise_blocks(ts, folder)
-    else:
-        blocks += [f"Tiny Shakespeare (character level): not run yet ({RUN_TS})."]
+    blocks += premise_blocks(records, folder) if records else ["## 1. The premise, measured", "WikiText-2: no complete records."]
+    blocks += char_premise_blocks(ts, folder) if ts else [f"Tiny Shakespeare (character level): not run yet ({RUN_TS})."]
     if sim is not None:
         blocks += simulation_blocks(sim, sim_summary)
     blocks += a2a_blocks(a2a_raw, a2a)

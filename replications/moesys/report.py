@@ -1,6 +1,6 @@
-"""MoESys' page as data (``build``): the claims of paper.yaml judged by shared.claims (the mechanisms by
-measures.py), the ring-memory table with measured and modelled throughput side by side, the GPU ring measurement if
-one was committed, the elastic run, and the two plots (ring_throughput.png, elastic_curve.png).
+"""MoESys' page as data (``build``): ring-memory inference, measured beside modelled throughput (and on a GPU where
+gpu_ring.py's measurement was committed), and the elastic run; the claims are paper.yaml's, judged by shared.claims
+(the mechanisms by measures.py).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 from replications.moesys.measures import DATASET, paired_ratios
 from shared.claims import paper_claims
 from shared.report.blocks import commit_text, minutes, num
-from shared.report.figures import Panel, Plot, Rule, Series, draw
+from shared.report.figures import Panel, Plot, Rule, Series, curve_series, draw
 from shared.report.paper_hook import Block, Figure, PaperReport, PaperResults, Table
 
 PAPER = Path(__file__).with_name("paper.yaml")
@@ -37,13 +37,10 @@ def ring_blocks(train: dict[str, Any]) -> list[Block]:
                       + ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in loads.items())
                       + f"; the resident runs' repeats took {min(res):.2f} to {max(res):.2f} s, a spread of "
                       f"{max(res) / min(res):.1f}x: the noise the machine's other processes put on every row)")
-        rows = []
-        for r in s["rows"]:
-            ratio = r["tokens_per_s"] / r["modelled_tokens_per_s"] if r["modelled_tokens_per_s"] else None
-            rows.append([r["config"], r["storage"] or "-", f"{r['tokens_per_s']:.0f}",
-                         num(r["modelled_tokens_per_s"], 0, "-"), num(ratio, 2, "-"), num(r.get("loads_per_pass"), 1, "-"),
-                         num(r.get("read_gb_per_s"), 2, "-")])
-        blocks.append(Table(header, rows))
+        blocks.append(Table(header, [
+            [r["config"], r["storage"] or "-", f"{r['tokens_per_s']:.0f}", num(r["modelled_tokens_per_s"], 0, "-"),
+             num(r["tokens_per_s"] / r["modelled_tokens_per_s"] if r["modelled_tokens_per_s"] else None, 2, "-"),
+             num(r.get("loads_per_pass"), 1, "-"), num(r.get("read_gb_per_s"), 2, "-")] for r in s["rows"]]))
     return blocks
 
 
@@ -52,10 +49,9 @@ def plot_ring(train: dict[str, Any]) -> Plot:
         series = []
         for storage, colour in (("storage", "tab:red"), ("page_cache", "tab:blue"), ("host", "tab:green")):
             rows = [r for r in s["rows"] if r["storage"] == storage]
-            ks = [r["k"] for r in rows]
-            series += [Series(f"{storage} (measured)", ks, [r["tokens_per_s"] for r in rows], "o-", colour),
-                       Series(f"{storage} (modelled)", ks, [r["modelled_tokens_per_s"] for r in rows], "x--", colour,
-                              alpha=0.7)] if rows else []
+            series += [curve_series(f"{storage} (measured)", rows, "k", "tokens_per_s", "o-", colour),
+                       curve_series(f"{storage} (modelled)", rows, "k", "modelled_tokens_per_s", "x--", colour,
+                                    alpha=0.7)] if rows else []
         resident = next(r for r in s["rows"] if r["k"] is None)
         return Panel(f"batch {s['batch']} x {s['seq_len']}", "slots k (k = 1: load-then-compute)", "tokens / s", series,
                      hlines=[Rule(resident["tokens_per_s"], "fully resident (measured)", "k", lw=1)],
@@ -69,12 +65,10 @@ def plot_elastic(t: dict[str, Any]) -> Plot:
     series = [Series("uninterrupted, 1 process", [r["step"] for r in t["curve"]], t["reference_loss"], "k-", lw=3, alpha=0.3)]
     for world, marker in ((2, "o"), (1, "s")):
         pts = [r for r in t["curve"] if r["world"] == world]
-        series += [Series(f"elastic run on {world} rank(s)", [r["step"] for r in pts], [r["loss"] for r in pts], marker,
-                          ms=4)] if pts else []
+        series += [curve_series(f"elastic run on {world} rank(s)", pts, "step", "loss", marker, ms=4)] if pts else []
     done = {(c["step"], c["time"]) for c in t["curve"]}
     redone = [r for r in t.get("rows", []) if (r["step"], r["time"]) not in done]
-    series += [Series("steps later redone from a checkpoint", [r["step"] for r in redone], [r["loss"] for r in redone], "x",
-                      "grey", ms=5)] if redone else []
+    series += [curve_series("steps later redone from a checkpoint", redone, "step", "loss", "x", "grey", ms=5)] if redone else []
     return Plot([Panel("Elastic EP training: a rank leaves and rejoins (torchrun, gloo)", "step", "training loss (nats/token)",
                        series, hlines=[Rule(t["chain_entropy"], "chain entropy (best possible)", "tab:green", ":", 1.5)],
                        legend=7)], panel_size=(7, 3.8))

@@ -13,7 +13,8 @@ import numpy as np
 from replications.moe import charfloor
 from replications.ta_moe.train import mean_dispatch
 from shared.claims import paper_claims
-from shared.report.blocks import CHAR_BIGRAM, CHAR_SECTION, agg_text, hardware_line, minutes
+from shared.report.blocks import CHAR_SECTION, CHAR_VALIDATION, hardware_line, ordered
+from shared.report.columns import MODEL, SEEDS, WALL, agg_column, char_columns, char_floor_row, column_table, mean_column
 from shared.report.figures import Heatmap, Panel, Plot, Rule, Series, draw
 from shared.report.paper_hook import Figure, PaperReport, PaperResults, Table
 
@@ -38,25 +39,17 @@ def table(records: dict[str, dict[str, Any]], floor: float | None = None) -> Tab
     """One row per arm: WikiText-2's PPLs, or (``floor`` given: Tiny Shakespeare) the loss and its distance to the
     character bigram floor; then the dispatch columns."""
     chars = floor is not None
-    quality = (["valid loss, nats/char (mean ± std) [95% CI]", "below the bigram floor by"] if chars
-               else ["valid PPL (mean ± std) [95% CI]", "test PPL (mean ± std) [95% CI]"])
-    header = ["model", *quality, "off-node share, last 10% of steps", "off-node share, all steps", "to own rank",
-              "dropped", "train tokens/s", "seeds", "wall time"]
-    rows = []
-    for name, r in records.items():
-        a = r["aggregate"]
-        first = ([agg_text(a["valid_loss"], 3, ci=True), f"{floor - a['valid_loss']['mean']:.3f}"] if chars
-                 else [agg_text(a["valid_ppl"], 1, ci=True), agg_text(a["test_ppl"], 1, ci=True)])
-        rows.append([name, *first, agg_text(a["off_node_fraction_last10pct"], 3, ci=True),
-                     f"{a['off_node_fraction']['mean']:.3f}",
-                     f"{a['local_rank_fraction']['mean']:.3f}", f"{a['dropped_fraction']['mean']:.3f}",
-                     f"{a['train_tokens_per_s']['mean']:.0f}", len(r["runs"]), minutes(r['wall_seconds'])])
+    quality = char_columns(floor) if chars else [agg_column("valid PPL (mean ± std) [95% CI]", "valid_ppl", 1, ci=True),
+                                                 agg_column("test PPL (mean ± std) [95% CI]", "test_ppl", 1, ci=True)]
+    columns = [MODEL, *quality, agg_column("off-node share, last 10% of steps", "off_node_fraction_last10pct", 3, ci=True),
+               mean_column("off-node share, all steps", "off_node_fraction", 3),
+               mean_column("to own rank", "local_rank_fraction", 3), mean_column("dropped", "dropped_fraction", 3),
+               mean_column("train tokens/s", "train_tokens_per_s", 0), SEEDS, WALL]
     if chars:
-        rows.append([CHAR_BIGRAM, f"{floor:.3f}", "0", *["-"] * 7])
-        return Table(header, rows, note="Validation = the last 10% of the text (nanoGPT's split; no test part). The "
-                                        "records keep the mean dispatch of every 20 steps (paper.protocol."
-                                        "dispatch_window); the last 10% of steps are the last 10 of them.")
-    return Table(header, rows, note=(
+        return column_table(records.values(), columns, [char_floor_row(floor)], note=(
+            f"{CHAR_VALIDATION} The records keep the mean dispatch of every 20 steps (paper.protocol.dispatch_window); "
+            "the last 10% of steps are the last 10 of them."))
+    return column_table(records.values(), columns, note=(
         "Off-node share: kept token-expert assignments whose expert is on the other node (uniform routing: 0.5). "
         "Dropped: share of top-2 selections over the official capacity ceil(1.2 S) per expert (with one expert per "
         "rank and top-2 the mean load is 2 S, so the official rule drops ~40% in every arm that has it; FasterMoE's "
@@ -114,14 +107,13 @@ def plot(records: dict[str, dict[str, Any]], dataset: str) -> Plot:
 def dataset_part(dataset: str, records: dict[str, dict[str, Any]]) -> tuple[list[Any], dict[str, Any]]:
     """One dataset's blocks (its table and dispatch figure) and data (aggregates, learnt dispatch)."""
     floor = charfloor.bigram_floor() if dataset == "tinyshakespeare" else None
-    blocks: list[Any] = [table(records, floor), Figure(f"{dataset}_dispatch.png", draw=lambda: draw(plot(records, dataset)),
-                                                       caption=f"{dataset}_dispatch", dpi=120)]
-    if floor is not None:
-        blocks.insert(0, CHAR_SECTION)
-        blocks.insert(1, "The same emulated cluster and gates, the TA loss and GShard arms at EvoMoE's GShard arm's "
-                         "active parameters. Its accuracy and ladder verdicts are judged only when every run of both "
-                         f"arms ends {charfloor.MARGIN_NATS:g} nats/char below the character bigram (replications/moe/"
-                         "charfloor.py), else not testable here.")
+    blocks: list[Any] = [] if floor is None else [
+        CHAR_SECTION, "The same emulated cluster and gates, the TA loss and GShard arms at EvoMoE's GShard arm's active "
+        "parameters. Its accuracy and ladder verdicts are judged only when every run of both arms ends "
+        f"{charfloor.MARGIN_NATS:g} nats/char below the character bigram (replications/moe/charfloor.py), else not "
+        "testable here."]
+    blocks += [table(records, floor), Figure(f"{dataset}_dispatch.png", draw=lambda: draw(plot(records, dataset)),
+                                             caption=f"{dataset}_dispatch", dpi=120)]
     data = {"aggregate": {name: {k: r["aggregate"][k] for k in AGGREGATES if k in r["aggregate"]}
                           for name, r in records.items()},
             "dispatch": {"what": "mean kept token-expert assignments per step and MoE layer, [source rank]"
@@ -135,11 +127,7 @@ def dataset_part(dataset: str, records: dict[str, dict[str, Any]]) -> tuple[list
 def build(results: PaperResults) -> PaperReport | None:
     """The page from the wikitext2 records (None without any), the replay's side file where present, and the Tiny
     Shakespeare records where present."""
-    parts = {}
-    for dataset in DATASETS:
-        found = results.models(dataset)
-        if records := {name: found[name] for name in ORDER if name in found}:
-            parts[dataset] = dataset_part(dataset, records)
+    parts = {dataset: dataset_part(dataset, records) for dataset in DATASETS if (records := ordered(results, dataset, ORDER))}
     if "wikitext2" not in parts:
         return None
     any_r = next(iter(results.models("wikitext2").values()))

@@ -7,7 +7,10 @@ The report layer, one module per job:
 - ``paper_hook``: what a paper's ``report()`` hook receives and returns (PaperResults in; PaperReport, Claim, Table,
   Figure, Block out);
 - ``paper_page``: writes one paper's PaperReport: results/<paper>/README.md, claims.json and its figures;
-- ``blocks``: small pieces the papers' pages build alike (number cells, mean ± std, wall-time, hardware, commits);
+- ``blocks``: small pieces the papers' pages build alike (number cells, mean ± std, wall-time, hardware, commits,
+  a dataset's records in a paper's order, the official code's runs beside the suite's, boxes on images);
+- ``columns``: a table built column by column (a header and a cell function each), and the columns of records
+  several papers share;
 - ``figures``: a paper's figures as data (a Plot of Panels) and the one ``draw`` that renders them;
 - ``content``: what the shared pages show (Report, PaperSection, Row), computed once from the result files;
 - ``text``: the plain-text cells and sentences the Markdown and HTML pages share;

@@ -1,19 +1,24 @@
 """Small pieces that several papers' pages (replications/<paper>/report.py) build alike, in one place so every page
 says them the same way: number cells (a dash for a missing value), mean ± std with its interval, the wall-time,
-hardware and commit lines, a reference's words, and the matplotlib set-up of a figure.
+hardware and commit lines, a reference's words, a dataset's records in a paper's order, the official code's runs beside
+the suite's, and the matplotlib set-up of a figure. Tables built column by column: shared.report.columns.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
+from shared.records import OFFICIAL_NAME
+from shared.report.paper_hook import PaperResults
 from shared.stats import summarize
 
 DASH = "—"
 CHAR_SECTION = "## Character-level Tiny Shakespeare (nanoGPT's CPU configuration, every FFN an MoE layer)"
 CHAR_BIGRAM = "bigram (Kneser-Ney counts of the train part; replications/moe/ngram.py)"
+CHAR_VALIDATION = "Validation = the last 10% of the text (nanoGPT's split; no test part)."
+Record = dict[str, Any]
 
 
 def num(value: float | None, digits: int = 2, dash: str = DASH) -> str:
@@ -64,6 +69,24 @@ def reference_text(entry: Mapping[str, Any], digits: int = 2) -> str:
     return f"{entry['value']:.{digits}f}{std} ({entry.get('kind', 'paper')}{copied})"
 
 
+def ordered(results: PaperResults, dataset: str, names: Iterable[str]) -> dict[str, Record]:
+    """The dataset's records of ``names``, in that order (a name without a record left out)."""
+    return {name: r for name in names if (r := results.record(dataset, name)) is not None}
+
+
+def official_runs(results: PaperResults, model: str) -> Iterator[tuple[str, Record, Record]]:
+    """(dataset, the official code's record, the suite's record of ``model``) for each dataset that has both."""
+    for dataset in results.datasets():
+        official, suite = results.side_file(f"{dataset}/{OFFICIAL_NAME}"), results.record(dataset, model)
+        if official is not None and suite is not None:
+            yield dataset, official, suite
+
+
+def official_source(official: Mapping[str, Any]) -> str:
+    """'<repository> @ <commit[:12]>' of an official-code record."""
+    return f"{official.get('repository')} @ {str(official.get('commit'))[:12]}"
+
+
 def pyplot() -> Any:
     """matplotlib.pyplot on the file-only Agg backend (imported here, so a page without figures never loads it)."""
     import matplotlib
@@ -72,6 +95,14 @@ def pyplot() -> Any:
     import matplotlib.pyplot as plt
 
     return plt
+
+
+def box_patch(box: Sequence[float], **style: Any) -> Any:
+    """An unfilled matplotlib Rectangle over the axis-aligned box (x1, y1, x2, y2), for ``ax.add_patch``."""
+    from matplotlib.patches import Rectangle
+
+    x1, y1, x2, y2 = box
+    return Rectangle((x1, y1), x2 - x1, y2 - y1, fill=False, **style)
 
 
 def tight(fig: Any) -> Any:

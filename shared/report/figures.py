@@ -39,6 +39,12 @@ class Series:
     point_labels: list[str] | None = None  # a word written beside each point
 
 
+def curve_series(label: str | None, points: Sequence[dict[str, Any]], x: str, y: str, style: str = "-",
+                 color: str | None = None, **kw: Any) -> Series:
+    """The Series through ``points`` (a record's curve: one dict per point), at their ``x`` and ``y`` keys."""
+    return Series(label, [p[x] for p in points], [p[y] for p in points], style, color, **kw)
+
+
 @dataclass(frozen=True)
 class Bars:
     """One group member of a grouped bar chart: its value at each of the panel's ``categories``."""
