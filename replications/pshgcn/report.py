@@ -1,8 +1,7 @@
-"""PSHGCN's page as data (``build``): the claims (paper.yaml ``claims:``, judged by shared.claims: PSHGCN's test
-F1 above RGCN's and R-SAGE's per dataset, paired by seed; the suite's PSHGCN against the official code), the speed
-benchmark (side file ``benchmark.json``, written by ``python -m replications.pshgcn.bench --out DIR``) beside the
-protocol's epochs per seed and wall time from the records, and each official-code record (make official-pshgcn)
-seed by seed against the suite's PSHGCN. Without records, a benchmark or an official record: no page (None).
+"""PSHGCN's page as data (``build``): the speed benchmark (side file ``benchmark.json``, written by ``python -m
+replications.pshgcn.bench --out DIR``) beside the protocol's epochs per seed and wall time from the records, and each
+official-code record (make official-pshgcn) seed by seed against the suite's PSHGCN. The claims are paper.yaml's,
+judged by shared.claims.
 """
 
 from __future__ import annotations
@@ -13,7 +12,7 @@ from typing import Any
 from shared.claims import paper_claims
 from shared.official import compare
 from shared.records import OFFICIAL_NAME
-from shared.report.blocks import commit_text, minutes
+from shared.report.blocks import commit_text, minutes, official_runs, official_source
 from shared.report.paper_hook import Claim, PaperReport, PaperResults, Table
 
 PAPER_FILE = Path(__file__).with_name("paper.yaml")
@@ -40,13 +39,10 @@ def rows(bench: dict[str, Any], results: PaperResults) -> list[dict[str, Any]]:
 
 
 def table(data: list[dict[str, Any]]) -> Table:
-    def wall(r: dict[str, Any]) -> str:
-        return minutes(r["protocol_wall_seconds"]) if r["protocol_wall_seconds"] else "—"
-
-    return Table(["dataset", "model", "s / epoch", "peak memory (MB)", "epochs per seed (protocol)",
-                  "protocol wall time"],
+    return Table(["dataset", "model", "s / epoch", "peak memory (MB)", "epochs per seed (protocol)", "protocol wall time"],
                  [[r["dataset"], r["model"], f"{r['seconds_per_epoch']:.3f}", f"{r['peak_memory_mb']:.0f}",
-                   f"{r['protocol_epochs_mean']:.0f}" if r["protocol_epochs_mean"] else "—", wall(r)] for r in data])
+                   f"{r['protocol_epochs_mean']:.0f}" if r["protocol_epochs_mean"] else "—",
+                   minutes(r["protocol_wall_seconds"]) if r["protocol_wall_seconds"] else "—"] for r in data])
 
 
 def official_table(dataset: str, official: dict[str, Any], suite: dict[str, Any],
@@ -55,15 +51,13 @@ def official_table(dataset: str, official: dict[str, Any], suite: dict[str, Any]
     validation split and the RNG draws in hgb/main.py's order, paper.yaml notes), per metric; ``status``: the
     matches_official_<metric> verdicts."""
     pairs = {m: compare.paired(official, suite, m) for m in METRICS}
-    seeds = pairs[METRICS[0]]["seeds"]
     rows = [[s, *(f"{p['official'][i]:.4f} / {p['suite'][i]:.4f} ({p['differences'][i]:+.4f})"
-                  for p in pairs.values())] for i, s in enumerate(seeds)]
+                  for p in pairs.values())] for i, s in enumerate(pairs[METRICS[0]]["seeds"])]
     summary = ["paired mean [95% CI]", *(
         f"{p['mean_difference']:+.4f} [{p['ci95'][0]:+.4f}, {p['ci95'][1]:+.4f}]: {status.get(m, '–')}"
         if p.get("ci95") else "–" for m, p in pairs.items())]
-    commit = str(official.get("commit"))[:12]
     note = (f"results/pshgcn/{dataset}/{OFFICIAL_NAME}: `make official-pshgcn dataset={dataset}`, "
-            f"{official.get('repository')} @ {commit} with patches "
+            f"{official_source(official)} with patches "
             + ", ".join(p["path"].rsplit("/", 1)[-1] for p in official.get("patches") or [])
             + ". The official code prints 4 decimals. Supported: the whole interval of suite - official within "
               "±tolerance (paper.yaml claims matches_official_*); contradicted: wholly outside.")
@@ -76,10 +70,7 @@ def official_part(results: PaperResults, claims: list[Claim]) -> tuple[list[Any]
     """One seed-by-seed table per dataset that has an official-code record and a suite PSHGCN record."""
     blocks: list[Any] = []
     data: dict[str, Any] = {}
-    for dataset in results.datasets():
-        official, suite = results.side_file(f"{dataset}/{OFFICIAL_NAME}"), results.record(dataset, "pshgcn")
-        if official is None or suite is None:
-            continue
+    for dataset, official, suite in official_runs(results, "pshgcn"):
         status = {m: c.status for m in METRICS for c in claims if c.id == f"matches_official_{m[5:]}" and c.dataset == dataset}
         table, data[dataset] = official_table(dataset, official, suite, status)
         blocks += [f"## {dataset}: the official code, seed by seed", table]
