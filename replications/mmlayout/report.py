@@ -12,8 +12,8 @@ import numpy as np
 
 from replications.mmlayout.measures import arm_interval, common_seeds, curves, paired, per_doc, seed_details
 from shared.claims import paper_claims
-from shared.report.blocks import interval, num
-from shared.report.figures import Panel, Plot, Series, draw
+from shared.report.blocks import box_patch, interval, num, ordered
+from shared.report.figures import Panel, Plot, Series, curve_series, draw
 from shared.report.paper_hook import Figure, PaperReport, PaperResults, Table
 
 PAPER = Path(__file__).with_name("paper.yaml")
@@ -53,10 +53,7 @@ def summarise(records: dict[str, dict[str, Any]], details: dict[str, dict[int, d
     counts = {m: per_doc(d, seeds) for m, d in details.items()}
     diffs = {f"{a} - {b}": paired(counts[a], counts[b], boot) for a, b in COMPARISONS if a in counts and b in counts}
     arms = {}
-    for name in ARMS:
-        r = records.get(name)
-        if r is None:
-            continue
+    for name, r in records.items():
         lo, hi = arm_interval(counts[name], boot)
         f1s = [run["metrics"]["test_f1"] for run in r["runs"] if run["seed"] in seeds]
         train = r["runs"][0]["train"]
@@ -105,23 +102,23 @@ def difference_table(summary: dict[str, Any]) -> Table:
 def noise_text(summary: dict[str, Any]) -> str:
     """The control's seed and test-set noise, and the oracle's gap (the claim's verdict is in the Verdicts table)."""
     lines = []
-    noise = summary["noise"]
-    if noise is not None:
+    if (noise := summary["noise"]) is not None:
         lines.append(f"Noise floor: the control varies by {num(noise['control_seed_std'] or 0.0)} F1 across seeds (std), "
                      f"and the test set alone gives its seed-mean F1 a ±{num(noise['control_doc_ci_halfwidth'])} 95% "
                      "interval.")
-    oracle = summary["differences"].get("mmlayout_oracle - mmlayout_control")
-    if oracle is not None:
+    if (oracle := summary["differences"].get("mmlayout_oracle - mmlayout_control")) is not None:
         lines.append(f"Oracle (annotated segments = the entities, so it is told the boundaries; never the result): "
                      f"{oracle['mean']:+.2f} F1 over the control {interval(*oracle['ci95'], signed=True)}.")
     return "\n".join(lines)
 
 
-def curve_text(curve: dict[str, list[dict[str, float]]]) -> str | None:
+def curve_blocks(curve: dict[str, list[dict[str, float]]]) -> list[Any]:
+    """The learning curve in words (where an arm has two epochs or more) and its figure (where there is a curve)."""
+    figure = [Figure("learning_curve.png", draw=lambda: draw(plot_curve(curve)), caption="learning curve", dpi=130)]
     last = {name: pts[-1]["test_f1"] - pts[-2]["test_f1"] for name, pts in curve.items() if len(pts) >= 2}
     if not last:
-        return None
-    return "\n".join([
+        return figure if curve else []
+    return ["\n".join([
         "Learning curve (test F1 after each epoch of the curve seed; selects nothing, `learning_curve.png`): "
         + "; ".join(f"{n}: " + ", ".join(num(p["test_f1"], 1) for p in pts) for n, pts in curve.items()),
         "Gain in the last epoch: " + ", ".join(f"{n} {v:+.1f}" for n, v in last.items())
@@ -129,7 +126,7 @@ def curve_text(curve: dict[str, list[dict[str, float]]]) -> str | None:
            if any(v > 1.0 for v in last.values()) else "."),
         "Every arm is far from converged at this CPU budget (absolute F1 well below what fine-tuned layout models "
         "report on FUNSD), so the verdict holds for this short schedule only: a longer schedule could shrink or "
-        "widen the gap."])
+        "widen the gap."]), *figure]
 
 
 def unit_blocks(units: dict[str, Any], m: dict[str, Any]) -> list[Any]:
@@ -182,8 +179,7 @@ def plot_f1(summary: dict[str, Any]) -> Plot:
 
 def plot_curve(curve: dict[str, list[dict[str, float]]]) -> Plot:
     return Plot([Panel("Learning curve of the curve seed (selects nothing)", "epoch", "test entity F1 (%)",
-                       [Series(LABELS[n], [p["epoch"] for p in pts], [p["test_f1"] for p in pts], "o-")
-                        for n, pts in curve.items()],
+                       [curve_series(LABELS[n], pts, "epoch", "test_f1", "o-") for n, pts in curve.items()],
                        legend=7, grid=True, title_size=9)], panel_size=(5.2, 3.4))
 
 
@@ -213,25 +209,21 @@ def plot_example(predicted: dict[str, list[str]], seed: int, doc_id: str) -> Any
 
 
 def _draw_example(plt: Any, image: np.ndarray, form: Any, panels: list, doc_id: str) -> Any:
-    from matplotlib.patches import Rectangle
-
     fig, axes = plt.subplots(1, len(panels), figsize=(5.0 * len(panels), 6.6))
     for ax, (title, ents, ref) in zip(axes, panels):
         ax.imshow(image, cmap="gray")
         # Sorted: a set of (kind, start, end) iterates in an order set by PYTHONHASHSEED, and overlapping boxes drawn
         # in another order gave different pixels on every `make report` (issue 38).
         for kind, a, b in sorted(ents):
-            bx = np.asarray(form.boxes[a:b + 1])
-            x0, y0, x1, y1 = bx[:, 0].min(), bx[:, 1].min(), bx[:, 2].max(), bx[:, 3].max()
-            ok = ref is None or (kind, a, b) in ref
-            ax.add_patch(Rectangle((x0, y0), x1 - x0, y1 - y0, fill=False, lw=1.2, color=COLOURS.get(kind, "red"),
-                                   ls="-" if ok else "--"))
+            bx = np.asarray(form.boxes[a:b + 1])  # the entity's words: its box spans them all
+            ls = "-" if ref is None or (kind, a, b) in ref else "--"
+            ax.add_patch(box_patch((*bx[:, :2].min(0), *bx[:, 2:].max(0)), lw=1.2, color=COLOURS.get(kind, "red"), ls=ls))
         if ref is not None:
             hit = len(ents & ref)
             title += f"\n{hit} of {len(ref)} gold entities exact, {len(ents) - hit} wrong predictions (dashed)"
         ax.set_title(title, fontsize=8)
         ax.axis("off")
-    handles = [Rectangle((0, 0), 1, 1, fill=False, color=c, label=k.lower()) for k, c in COLOURS.items()]
+    handles = [box_patch((0, 0, 1, 1), color=c, label=k.lower()) for k, c in COLOURS.items()]
     fig.legend(handles=handles, loc="lower center", ncol=3, fontsize=8)
     fig.suptitle(f"FUNSD test form {doc_id}", fontsize=9)
     fig.tight_layout(rect=(0, 0.04, 1, 0.95))
@@ -241,7 +233,7 @@ def _draw_example(plt: Any, image: np.ndarray, form: Any, panels: list, doc_id: 
 def build(results: PaperResults, units: bool = True) -> PaperReport | None:
     """The page from the FUNSD arms whose per-document counts are known; None when no arm has them.
     ``units=False`` leaves out the line / segment statistics (the only part that reads FUNSD itself)."""
-    records = {m: r for m in ARMS if (r := results.record(DATASET, m)) is not None}
+    records = ordered(results, DATASET, ARMS)
     details = {m: d for m, r in records.items() if (d := seed_details(results, r))}
     records = {m: r for m, r in records.items() if m in details}
     if not records:
@@ -262,11 +254,7 @@ def build(results: PaperResults, units: bool = True) -> PaperReport | None:
     if text := noise_text(summary):
         blocks.append(text)
     blocks.append(Figure("f1_per_arm.png", draw=lambda: draw(plot_f1(summary)), caption="test F1 per arm", dpi=130))
-    if text := curve_text(summary["curve"]):
-        blocks.append(text)
-    if summary["curve"]:
-        blocks.append(Figure("learning_curve.png", draw=lambda: draw(plot_curve(summary["curve"])), caption="learning curve",
-                             dpi=130))
+    blocks += curve_blocks(summary["curve"])
     if summary["units"] is not None:
         blocks += unit_blocks(summary["units"], m)
     doc_id = str(protocol["example_forms"][0]) if protocol["example_forms"] else ""

@@ -29,22 +29,18 @@ DATASETS = {"icdar2015": "ICDAR 2015 test (500 images, 2,077 care words)", "funs
 VIEWS = {"lines": "Standard protocol", "words": "Word-split protocol"}
 
 
-def fmt(v: float | None, digits: int = 1) -> str:
-    return num(v, digits)
-
-
 def ms_pair(m: dict[str, float], prefix: str) -> str:
     key = f"{prefix}latency_ms_median"
-    return f"{fmt(m.get(key), 0)} / {fmt(m.get(f'{prefix}latency_ms_p90'), 0)}" if key in m else "—"
+    return f"{num(m.get(key), 0)} / {num(m.get(f'{prefix}latency_ms_p90'), 0)}" if key in m else "—"
 
 
 def prh(m: dict[str, float], key: str, suffix: str = "") -> list[str]:
-    return [fmt(m.get(f"test_{key}_{x}{suffix}")) for x in ("precision", "recall", "hmean")]
+    return [num(m.get(f"test_{key}_{x}{suffix}"), 1) for x in ("precision", "recall", "hmean")]
 
 
 def with_ci(m: dict[str, float], key: str) -> str:
     lo, hi = m.get(f"{key}_ci_low"), m.get(f"{key}_ci_high")
-    return f"{fmt(m.get(key))} [{fmt(lo)}, {fmt(hi)}]" if lo is not None else fmt(m.get(key))
+    return f"{num(m.get(key), 1)} [{num(lo, 1)}, {num(hi, 1)}]" if lo is not None else num(m.get(key), 1)
 
 
 def newer_release(rows: dict[str, dict], boot: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -103,14 +99,14 @@ def dataset_blocks(ds: str, rows: dict[str, dict], inter: dict[str, Any] | None)
         "Standard protocol (the released pipeline's output):",
         Table(["engine", "e2e H [95% CI]", "e2e P", "e2e R", "output boxes P", "R", "H", "CER", "CER caseless",
                "detector P", "R", "H"],
-              [[LABEL[n], with_ci(m, "test_e2e_hmean"), fmt(m["test_e2e_precision"]), fmt(m["test_e2e_recall"]),
-                *prh(m, "box"), fmt(m["test_cer"]), fmt(m["test_cer_caseless"]), *prh(m, "detector")]
+              [[LABEL[n], with_ci(m, "test_e2e_hmean"), num(m["test_e2e_precision"], 1), num(m["test_e2e_recall"], 1),
+                *prh(m, "box"), num(m["test_cer"], 1), num(m["test_cer_caseless"], 1), *prh(m, "detector")]
                for n, m in metrics.items()]),
         "Word-split protocol (ours: output lines cut into words; not the released pipeline):",
         Table(["engine", "e2e H [95% CI]", "e2e P", "e2e R", "word boxes P", "R", "H", "CER", "CER caseless"],
-              [[LABEL[n], with_ci(m, "test_e2e_hmean_wordsplit"), fmt(m["test_e2e_precision_wordsplit"]),
-                fmt(m["test_e2e_recall_wordsplit"]), *prh(m, "box", "_wordsplit"), fmt(m["test_cer_wordsplit"]),
-                fmt(m["test_cer_caseless_wordsplit"])] for n, m in metrics.items()]),
+              [[LABEL[n], with_ci(m, "test_e2e_hmean_wordsplit"), num(m["test_e2e_precision_wordsplit"], 1),
+                num(m["test_e2e_recall_wordsplit"], 1), *prh(m, "box", "_wordsplit"), num(m["test_cer_wordsplit"], 1),
+                num(m["test_cer_caseless_wordsplit"], 1)] for n, m in metrics.items()]),
         "Latency (main run, engines timed one after another):",
         Table(LATENCY_HEADER, [[LABEL[n], ms_pair(m, "det_"), ms_pair(m, "rec_"), ms_pair(m, "")]
                                for n, m in metrics.items()]),
@@ -164,14 +160,12 @@ def plot_examples(ds: str, rows: dict[str, dict]) -> Any:
     width = 5.0  # inches per panel; height follows the images' aspect so boxes stay legible
     fig, axes = plt.subplots(len(ids), len(names), figsize=(width * len(names), width * h / w * len(ids) + 0.4),
                              squeeze=False)
-    for i, image_id in enumerate(ids):
-        row, img = gt_rows[image_id], images[image_id]
-        for j, name in enumerate(names):
-            ax = axes[i][j]
-            ax.imshow(img)
+    for ax_row, image_id in zip(axes, ids):
+        row = gt_rows[image_id]
+        for ax, name in zip(ax_row, names):
+            ax.imshow(images[image_id])
             for poly, dc in zip(row["polygons"], row["dont_care"]):
-                p = np.asarray(poly).reshape(-1, 2)
-                ax.add_patch(plt.Polygon(p, fill=False, lw=0.8, ec="gold" if dc else "lime"))
+                ax.add_patch(plt.Polygon(np.asarray(poly).reshape(-1, 2), fill=False, lw=0.8, ec="gold" if dc else "lime"))
             for poly, _text in rows[name]["examples"].get(image_id, {}).get("lines", []):
                 ax.add_patch(plt.Polygon(np.asarray(poly), fill=False, lw=0.8, ec="red"))
             ax.set_title(f"{LABEL.get(name, name)} — {image_id}", fontsize=9)

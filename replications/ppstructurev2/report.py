@@ -1,11 +1,8 @@
 """PP-StructureV2's page as data (``build``), from the runs' per-item details: each record's
 ``runs[0].train.details`` or, for runs made before the harness port, the committed ``<dataset>/<model>.details.json``.
-
-- the table-recognition table (Acc with its Wilson interval, TEDS-Struct, TEDS end to end, oracle-content TEDS,
-  simple/complex, latency) next to the paper's numbers, saying what the number of tables can resolve;
-- every table's scores; the layout model's architecture checked against the fact sheet and its latency;
-- figures: a table rendered next to its ground truth, layout detections on pages;
-- claims: paper.yaml's claims: specs, judged by shared.claims (the accuracy's Wilson-interval rule: measures.py).
+Table recognition next to the paper's numbers (saying what the number of tables can resolve) and table by table, the
+layout model checked against the fact sheet, and the figures; the claims are paper.yaml's, judged by shared.claims
+(the accuracy's Wilson-interval rule: measures.py).
 """
 
 from __future__ import annotations
@@ -13,22 +10,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.patches import Rectangle  # noqa: E402
-
 from replications.ocr.details import run_details
-from replications.ppstructurev2.slanet import structure_of_html  # noqa: E402
-from shared.claims import paper_claims  # noqa: E402
-from shared.reference import (
-    load_paper,  # noqa: E402
-    reported_for,  # noqa: E402
-)
-from shared.report.blocks import num  # noqa: E402
-from shared.report.paper_hook import Figure, PaperReport, PaperResults, Table  # noqa: E402
-from shared.verdict import NOT_TESTABLE  # noqa: E402
+from replications.ppstructurev2.slanet import structure_of_html
+from shared.claims import paper_claims
+from shared.reference import load_paper, reported_for
+from shared.report.blocks import box_patch, num, pyplot, tight
+from shared.report.paper_hook import Figure, PaperReport, PaperResults, Table
+from shared.verdict import NOT_TESTABLE
 
 PAPER = Path(__file__).with_name("paper.yaml")
 # Fact sheet (../shared/papers/ppstructurev2.md): PP-PicoDet with an LCNet backbone, 800 x 608 input, 4 FPN levels.
@@ -37,8 +25,7 @@ FACT_SHEET_LAYOUT = {"input_hw": [800, 608], "fpn_levels": 4}
 
 def grid(tokens: list[str]) -> list[tuple[int, int, int, int]]:
     """(row, col, rowspan, colspan) of each cell of a structure, in cell order (occupied slots skipped)."""
-    cells, taken, row, col = [], set(), -1, 0
-    span = {"colspan": 1, "rowspan": 1}
+    cells, taken, row, col, span = [], set(), -1, 0, {"colspan": 1, "rowspan": 1}
     for tok in tokens:
         if tok == "<tr>":
             row, col = row + 1, 0
@@ -64,7 +51,7 @@ def draw_table(ax, html: str, title: str) -> None:
     rows = max((r + rs for r, _, rs, _ in cells), default=1)
     cols = max((c + cs for _, c, _, cs in cells), default=1)
     for (r, c, rs, cs), text in zip(cells, contents):
-        ax.add_patch(Rectangle((c, r), cs, rs, fill=False, lw=0.6, color="0.3"))
+        ax.add_patch(box_patch((c, r, c + cs, r + rs), lw=0.6, color="0.3"))
         plain = text.replace("<b>", "").replace("</b>", "").replace("<i>", "").replace("</i>", "")
         ax.text(c + 0.05, r + rs / 2, plain[:18], fontsize=5, va="center", ha="left")
     ax.set_xlim(0, cols)
@@ -91,20 +78,19 @@ def table_figure(details: dict) -> Any:
     examples = details["examples"]
     paths = image_paths(details["dataset"])
     rows = {r["image_id"]: r for r in details["rows"]}
+    plt = pyplot()
     fig, axes = plt.subplots(len(examples), 3, figsize=(15, 3.2 * len(examples)), squeeze=False)
     for ax_row, (name, ex) in zip(axes, sorted(examples.items())):
-        img = plt.imread(paths[name])
-        ax_row[0].imshow(img, cmap="gray")
-        for x1, y1, x2, y2 in ex["cell_boxes"]:
-            ax_row[0].add_patch(Rectangle((x1, y1), x2 - x1, y2 - y1, fill=False, lw=0.6, color="tab:red"))
-        ax_row[0].set_axis_off()
-        ax_row[0].set_title(f"{name} ({rows[name]['type']}): SLANet cell boxes", fontsize=8)
         r = rows[name]
+        ax_row[0].imshow(plt.imread(paths[name]), cmap="gray")
+        for box in ex["cell_boxes"]:
+            ax_row[0].add_patch(box_patch(box, lw=0.6, color="tab:red"))
+        ax_row[0].set_axis_off()
+        ax_row[0].set_title(f"{name} ({r['type']}): SLANet cell boxes", fontsize=8)
         draw_table(ax_row[1], ex["pred_html"], f"predicted (structure {'exact' if r['exact'] else 'wrong'}, "
                                                f"TEDS {100 * r['teds']:.1f}, TEDS-S {100 * r['teds_struct']:.1f})")
         draw_table(ax_row[2], ex["true_html"], "ground truth")
-    fig.tight_layout()
-    return fig
+    return tight(fig)
 
 
 COLORS = {"text": "tab:blue", "title": "tab:red", "figure": "tab:green", "figure_caption": "tab:olive",
@@ -115,21 +101,19 @@ COLORS = {"text": "tab:blue", "title": "tab:red", "figure": "tab:green", "figure
 def layout_figure(details: dict, wanted: list[str]) -> Any:
     rows = [r for r in details["rows"] if r["image_id"] in wanted] or details["rows"][:2]
     paths = image_paths(details["dataset"])
+    plt = pyplot()
     fig, axes = plt.subplots(1, len(rows), figsize=(6 * len(rows), 8), squeeze=False)
     for ax, r in zip(axes[0], rows):
         ax.imshow(plt.imread(paths[r["image_id"]]))
         for g in r["gt"]:
-            x1, y1, x2, y2 = g["box"]
-            ax.add_patch(Rectangle((x1, y1), x2 - x1, y2 - y1, fill=False, lw=0.8, ls="--", color="black"))
+            ax.add_patch(box_patch(g["box"], lw=0.8, ls="--", color="black"))
         for d in r["detections"]:
-            x1, y1, x2, y2 = d["box"]
             c = COLORS.get(d["label"], "tab:red")
-            ax.add_patch(Rectangle((x1, y1), x2 - x1, y2 - y1, fill=False, lw=1.2, color=c))
-            ax.text(x1, y1 - 2, f"{d['label']} {d['score']:.2f}", fontsize=5, color=c)
+            ax.add_patch(box_patch(d["box"], lw=1.2, color=c))
+            ax.text(d["box"][0], d["box"][1] - 2, f"{d['label']} {d['score']:.2f}", fontsize=5, color=c)
         ax.set_axis_off()
         ax.set_title(f"{r['image_id']}: CDLA PicoDet (colour) vs PubLayNet boxes (dashed)", fontsize=8)
-    fig.tight_layout()
-    return fig
+    return tight(fig)
 
 
 def table_section(paper: dict, found: dict[str, dict]) -> list[Any]:

@@ -17,8 +17,8 @@ from replications.ppyoloe_r.model import PPYOLOER
 from replications.ppyoloe_r.train import weights_path
 from shared.claims import load_claims, paper_claims
 from shared.data import DataError
-from shared.report.blocks import commit_text, interval
-from shared.report.figures import Panel, Plot, Series, draw
+from shared.report.blocks import commit_text, interval, pyplot
+from shared.report.figures import Panel, Plot, curve_series, draw
 from shared.report.paper_hook import Block, Claim, Figure, PaperReport, PaperResults, Table
 from shared.stats import summarize
 
@@ -89,34 +89,26 @@ def architecture_blocks(arch: dict | None) -> list[Block]:
              "" if r["flops_rel_diff"] is None else f"{100 * r['flops_rel_diff']:+.2f} %", r["paddle_flops_g"]]
             for r in arch["rows"]]
     env = arch["environment"]
-    note = (f"{commit_text(env).capitalize()}, torch "
-            f"{env['versions'].get('torch')}, {arch['seconds']} s.")
+    note = f"{commit_text(env).capitalize()}, torch {env['versions'].get('torch')}, {arch['seconds']} s."
     return [head, intro, Table(header, rows, note=note)]
 
 
 def plot_curve(curves: list[tuple[int, list[dict]]]) -> Plot:
-    def steps(curve: list[dict]) -> list[int]:
-        return [c["step"] for c in curve]
-
     return Plot([Panel("PP-YOLOE-R-s from scratch, procedural data", "optimizer step (batch 8)", "val mAP (%)",
-                       [Series(f"val mAP, seed {seed}", steps(curve), [c["map"] for c in curve], "o-") for seed, curve in curves],
-                       twin=[Series("seconds", steps(curve), [c["seconds"] for c in curve], "s--", "grey")
-                             for _, curve in curves],
+                       [curve_series(f"val mAP, seed {seed}", curve, "step", "map", "o-") for seed, curve in curves],
+                       twin=[curve_series("seconds", curve, "step", "seconds", "s--", "grey") for _, curve in curves],
                        twin_ylabel="training seconds (one core)", legend=10, legend_loc="lower right")], panel_size=(5.5, 3.4))
 
 
 def plot_dota_examples(weights: Path, images: dict[str, Path], labels: dict[str, Any]) -> Any:
     """Detections of the synthetic-trained model on the two real DOTA example images, through the devkit path
     (patches of the training image size, merge with polygon NMS): a picture of the pipeline, not a metric."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     from PIL import Image
 
     from replications.ppyoloe_r.dota_protocol import detect_large
     from replications.ppyoloe_r.synthetic import CLASS_NAMES
 
+    plt = pyplot()
     saved = torch.load(weights, map_location="cpu")
     model = PPYOLOER(saved["size"], num_classes=len(CLASS_NAMES), angle=saved["angle"])
     model.load_state_dict(saved["state_dict"])
@@ -205,8 +197,7 @@ def build(results: PaperResults) -> PaperReport | None:
                   f"{sum(rec['wall_seconds'] for rec in recs.values()) / 60:.1f} min.")
     if curves:
         blocks.append(Figure("learning_curve.png", draw=lambda: draw(plot_curve(curves)), caption="learning_curve"))
-    dota = dota_block(results.folder, scale, int(protocol.get("curve_seed", 1)))
-    if dota is not None:
+    if (dota := dota_block(results.folder, scale, int(protocol.get("curve_seed", 1)))) is not None:
         blocks.append(dota)
     arch = results.side_file(ARCHITECTURE_FILE)
     blocks += architecture_blocks(arch)

@@ -1,9 +1,6 @@
-"""REP's page as data (``build``): base models before and after REP, the measured cost of the base recipes, the claims.
-
-One row per (dataset, model) record: mean ± std over seeds of MRR / Hits@k before and after REP, the change,
-REP's alpha / khop and the wall time of training versus REP. The cost section reads the side files the
-benchmarks wrote beside the results (budget/<dataset>_<model>.json, bench_steps.json, bench_eval.json).
-The paper's claims (paper.yaml ``claims``) are about ogbl-wikikg2 and OTE / GC-OTE: judged where a run exists.
+"""REP's page as data (``build``): base models before and after REP, one row per (dataset, model) record, and the
+measured cost of the base recipes from the side files the benchmarks wrote beside the results
+(budget/<dataset>_<model>.json, bench_steps.json, bench_eval.json); the claims are paper.yaml's, judged by shared.claims.
 """
 
 from __future__ import annotations
@@ -16,7 +13,7 @@ from typing import Any
 from replications.rep.measures import base_verdicts, converged
 from shared.claims import load_claims, paper_claims
 from shared.report.blocks import agg_text, interval, mean_std
-from shared.report.figures import Panel, Plot, Rule, Series, draw
+from shared.report.figures import Panel, Plot, Rule, Series, curve_series, draw
 from shared.report.paper_hook import Figure, PaperReport, PaperResults, Table
 
 PAPER = Path(__file__).with_name("paper.yaml")
@@ -75,11 +72,6 @@ def intro(records: list[dict[str, Any]]) -> str:
 
 # --- the measured cost of the base recipes (side files of replications.rep.budget / bench_steps / bench_eval) ---
 
-def curves(folder: Path) -> list[dict[str, Any]]:
-    """The budget curve files (one seed each) under ``folder``, by name; a curve still running says so."""
-    return [json.loads(p.read_text()) for p in sorted(folder.glob("*.json")) if not p.name.endswith(".partial.json")]
-
-
 def _hours(seconds: float | None) -> str:
     return "—" if seconds is None else f"{seconds / 3600:.2f}"
 
@@ -132,8 +124,10 @@ def eval_blocks(b: dict[str, Any]) -> list[str | Table]:
 
 def cost_blocks(results: PaperResults) -> tuple[list[Any], dict[str, Any]]:
     """The cost section (curves, per-step cost, evaluation time) from the side files present; with its data."""
-    budget, steps, ev = curves(results.folder / BUDGET), results.side_file("bench_steps.json"), \
-        results.side_file("bench_eval.json")
+    # the budget curve files (one seed each), by name; a curve still running (.partial.json) is left out
+    budget = [json.loads(p.read_text()) for p in sorted((results.folder / BUDGET).glob("*.json"))
+              if not p.name.endswith(".partial.json")]
+    steps, ev = results.side_file("bench_steps.json"), results.side_file("bench_eval.json")
     if not (budget or steps or ev):
         return [], {}
     blocks: list[Any] = [
@@ -171,11 +165,9 @@ def verdict_table(rows: list[dict[str, Any]], margin: float) -> Table:
 
 def plot_validation(records: list[dict[str, Any]]) -> Plot:
     """Each converged seed's validation-MRR curve (the early stopping's evaluations) and where it stopped."""
-    def curve(run: dict[str, Any]) -> Series:
-        points = run["train"]["validation"]
-        return Series(f"seed {run['seed']}", [p["epoch"] for p in points], [p["val_mrr"] for p in points], ".-", lw=1)
-
-    return Plot([Panel(f"{r['dataset']} {r['model']}", "epoch", "filtered validation MRR", [curve(run) for run in r["runs"]],
+    return Plot([Panel(f"{r['dataset']} {r['model']}", "epoch", "filtered validation MRR",
+                       [curve_series(f"seed {run['seed']}", run["train"]["validation"], "epoch", "val_mrr", ".-", lw=1)
+                        for run in r["runs"]],
                        vlines=[Rule(run["train"]["best_epoch"], style=":") for run in r["runs"]],
                        legend_loc="lower right", grid=True) for r in records], panel_size=(4.6, 3.6))
 
