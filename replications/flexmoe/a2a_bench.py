@@ -6,7 +6,8 @@ expert per rank) against expert 0 replicated on the ranks listed under `replicas
 tokens goes to expert 0 (a2a_worker.py). Communication only (4 ranks on 2 shared cores make compute timings
 meaningless); the load average before and after is recorded beside the timings. Writes replica_a2a.json
 (command, commit, versions, testbed) into --out (default outputs/results/flexmoe; ``--out results/flexmoe``
-refreshes the committed side file the page reads).
+refreshes the committed side file the page reads). ``--write-plan DIR`` only writes the worker's DIR/plan.json,
+for a2a_worker under torchrun on real nodes (replications/flexmoe/README.md).
 """
 
 from __future__ import annotations
@@ -36,14 +37,19 @@ def placements(W: int, replicas: dict[str, list[int]]) -> dict[str, list[list[in
     return out
 
 
+def plan_for(tb: dict) -> dict:
+    """a2a_worker's plan.json from protocol.testbed."""
+    W = int(tb["nodes"]) * int(tb["ranks_per_node"])
+    return {"tokens_per_rank": tb["tokens_per_rank"], "d_model": tb["d_model"], "d_hidden": tb["d_hidden"],
+            "hot_shares": list(tb["hot_shares"]), "placements": placements(W, dict(tb["replicas"])),
+            "trials": tb["trials"], "warmup": tb.get("warmup", 1)}
+
+
 def measure(tb: dict, local: bool = False) -> dict:
     """Run the worker on the emulated cluster (or, local=True, on 127.0.0.1 ranks: a functional check only)."""
     from replications.moe.testbed import EmulatedCluster, LocalCluster
 
-    W = int(tb["nodes"]) * int(tb["ranks_per_node"])
-    plan = {"tokens_per_rank": tb["tokens_per_rank"], "d_model": tb["d_model"], "d_hidden": tb["d_hidden"],
-            "hot_shares": list(tb["hot_shares"]), "placements": placements(W, dict(tb["replicas"])),
-            "trials": tb["trials"], "warmup": tb.get("warmup", 1)}
+    plan = plan_for(tb)
     cluster = (LocalCluster(int(tb["nodes"]), int(tb["ranks_per_node"])) if local else
                EmulatedCluster(int(tb["nodes"]), int(tb["ranks_per_node"]), float(tb["inter_mbit"])))
     with cluster, tempfile.TemporaryDirectory() as tmp:
@@ -57,15 +63,20 @@ def measure(tb: dict, local: bool = False) -> dict:
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=str(HAND_RUNS / "flexmoe"), help="where replica_a2a.json goes")
+    parser.add_argument("--write-plan", metavar="DIR", help="only write the worker's DIR/plan.json (for torchrun)")
     args = parser.parse_args(argv)
     from replications.moe.testbed import testbed_unavailable_reason
 
+    tb = OmegaConf.to_container(OmegaConf.load(CONF_DIR / "paper" / "flexmoe.yaml").protocol.testbed,
+                                resolve=True)
+    if args.write_plan:
+        write_json_atomic(Path(args.write_plan) / "plan.json", plan_for(tb))
+        print(f"wrote {Path(args.write_plan) / 'plan.json'}")
+        return 0
     reason = testbed_unavailable_reason()
     if reason:
         print(f"replica all-to-all not measured: {reason}", file=sys.stderr)
         return 2
-    tb = OmegaConf.to_container(OmegaConf.load(CONF_DIR / "paper" / "flexmoe.yaml").protocol.testbed,
-                                resolve=True)
     before = os.getloadavg()
     t0 = time.perf_counter()
     out = measure(tb)

@@ -67,7 +67,7 @@ def segment_permutation(sizes: Tensor, axes: tuple[int, ...]) -> Tensor:
     new = sizes.permute(axes).reshape(-1)
     offset_in_new = new.cumsum(0) - new
     total = int(new.sum())
-    return torch.repeat_interleave(starts - offset_in_new, new, output_size=total) + torch.arange(total)
+    return torch.repeat_interleave(starts - offset_in_new, new, output_size=total) + torch.arange(total, device=sizes.device)
 
 
 def _p2p(pairs: list[tuple[str, Tensor, int]]) -> None:
@@ -102,7 +102,7 @@ def hierarchical_all_to_all_raw(x: Tensor, send: list[int], recv: list[int], h: 
         raise ValueError(f"send/recv must have one count per rank ({W}), got {len(send)}/{len(recv)}")
     x = x.contiguous()
     row = x.shape[1:]
-    counts = torch.tensor([send, recv], dtype=torch.int64)  # [2, W]
+    counts = torch.tensor([send, recv], dtype=torch.int64, device=x.device)  # [2, W]; NCCL moves GPU tensors only
     is_leader = h.local == 0
     # 1. gather counts, then data, to the leader
     if is_leader:

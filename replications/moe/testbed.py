@@ -6,6 +6,10 @@
 
 Inside the worker module: ``rank, world, node = worker_init()`` (a gloo process group from the environment
 the cluster set) and ``worker_emit({...})`` (this rank's JSON result, returned by ``cluster.run``).
+The same worker runs under torchrun on real nodes (env:// rendezvous, NCCL on GPUs) when its parser has
+``add_worker_args`` and it calls ``worker_init(args=args)``:
+
+    torchrun --standalone --nproc_per_node=4 -m some.worker.module --ranks-per-node 2 --out result.json
 
 Topology: every node namespace has one veth (``eth0``, address 169.254.<run>.<node+1>) into a bridge that
 lives in a namespace of its own; nothing is attached to the host namespace. Ranks of one node talk over
@@ -24,6 +28,7 @@ shaping): the same worker modules run anywhere torch.distributed's gloo does.
 
 from __future__ import annotations
 
+import argparse
 import functools
 import itertools
 import json
@@ -37,9 +42,12 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from shared.paths import REPO_ROOT as ROOT
+
+if TYPE_CHECKING:
+    import torch
 
 PREFIX = "moetb"  # every namespace this module creates is named moetb<pid>_<k>_<role>
 PORT = 29500  # inside the namespaces nothing else listens
@@ -309,9 +317,24 @@ class LocalCluster(_Launcher):
                 "GLOO_SOCKET_IFNAME": "lo", "MOE_TESTBED_RATE_MBIT": "0"}
 
 
-def worker_init(timeout_s: float = 120) -> tuple[int, int, int]:
-    """In a rank started by a cluster (or torchrun): a gloo process group from the environment.
-    Returns (rank, world size, node). Without NODE_RANK (plain torchrun) node = rank // LOCAL_WORLD_SIZE."""
+# The worker side. A rank learns everything from its environment (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,
+# MASTER_ADDR/PORT), which the clusters above set and torchrun sets alike, so one worker module runs in both.
+_WORKER: dict[str, Any] = {}  # this rank's launch settings, filled by worker_init
+
+
+def add_worker_args(parser: argparse.ArgumentParser) -> None:
+    """The launch flags every worker takes; they matter under torchrun (the clusters above need none)."""
+    parser.add_argument("--ranks-per-node", type=int,
+                        help="G, ranks per node (default LOCAL_WORLD_SIZE): lets one machine's torchrun act as N x G")
+    parser.add_argument("--backend", choices=["gloo", "nccl"],
+                        help="default: nccl on a GPU under torchrun, gloo on CPU and always in the emulated cluster")
+    parser.add_argument("--out", help="rank 0 writes every rank's result, in rank order, to this JSON file "
+                                      "(what cluster.run returns)")
+
+
+def worker_init(timeout_s: float = 120, args: argparse.Namespace | None = None) -> tuple[int, int, int]:
+    """In a rank started by a cluster or by torchrun: the default process group, env:// rendezvous.
+    Returns (rank, world size, node); node = rank // G (torchrun and the clusters number ranks node by node)."""
     import datetime
 
     import torch
@@ -319,35 +342,68 @@ def worker_init(timeout_s: float = 120) -> tuple[int, int, int]:
 
     torch.set_num_threads(1)
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-    per_node = int(os.environ.get("LOCAL_WORLD_SIZE", world))
-    node = int(os.environ.get("NODE_RANK", rank // per_node))
+    G = getattr(args, "ranks_per_node", None) or int(os.environ.get("LOCAL_WORLD_SIZE", world))
+    if G < 1 or world % G:
+        raise ValueError(f"world size {world} is not a multiple of ranks per node {G}")
+    # NCCL only where torchrun starts ranks on GPUs: the emulated cluster's namespaces carry gloo's TCP only
+    backend = getattr(args, "backend", None) or (
+        "nccl" if torch.cuda.is_available() and "MOE_TESTBED_OUT" not in os.environ else "gloo")
+    _WORKER.update(ranks_per_node=G, backend=backend, out=getattr(args, "out", None))
+    if backend == "nccl":
+        torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
     if not dist.is_initialized():
-        url = f"tcp://{os.environ['MASTER_ADDR']}:{os.environ['MASTER_PORT']}"
-        dist.init_process_group("gloo", init_method=url, rank=rank, world_size=world,
+        dist.init_process_group(backend, init_method="env://", rank=rank, world_size=world,
                                 timeout=datetime.timedelta(seconds=timeout_s))
-    return rank, world, node
+    return rank, world, rank // G
 
 
 def ranks_per_node() -> int:
-    """G of the cluster this rank runs in (LOCAL_WORLD_SIZE)."""
-    return int(os.environ.get("LOCAL_WORLD_SIZE", os.environ.get("WORLD_SIZE", "1")))
+    """G of this rank's layout: --ranks-per-node, else LOCAL_WORLD_SIZE (the cluster's G, torchrun's per node)."""
+    return int(_WORKER.get("ranks_per_node") or os.environ.get("LOCAL_WORLD_SIZE", os.environ.get("WORLD_SIZE", "1")))
+
+
+def worker_device() -> torch.device:
+    """Where a worker's tensors go: this rank's GPU under NCCL (it moves CUDA tensors only), else the CPU."""
+    import torch
+
+    if _WORKER.get("backend") == "nccl":
+        return torch.device("cuda", torch.cuda.current_device())
+    return torch.device("cpu")
+
+
+def settle() -> None:
+    """Wait for the GPU's queued work before reading a clock: NCCL calls return before their transfer ends.
+    Nothing to wait for on CPU (gloo calls return when done)."""
+    if _WORKER.get("backend") == "nccl":
+        import torch
+
+        torch.cuda.synchronize()
 
 
 def worker_emit(result: Any) -> None:
     """This rank's JSON-serialisable result, returned by cluster.run (written atomically); the rank's last call.
+    Under torchrun it goes to --out (every rank's, gathered on rank 0), else it is printed.
     It also ends the rank's process group (after a barrier): a gloo group left to the interpreter's exit can
     abort the process ("terminate called without an active exception") on a loaded machine."""
-    out = os.environ.get("MOE_TESTBED_OUT")
-    rank = int(os.environ.get("RANK", "0"))
-    if out is None:  # started by hand or by torchrun: print it
-        print(json.dumps({"rank": rank, "result": result}))
-    else:
-        path = Path(out) / f"rank{rank}.json"
-        tmp = path.with_suffix(".part")
-        tmp.write_text(json.dumps(result))
-        os.replace(tmp, path)
     import torch.distributed as dist
 
+    out = os.environ.get("MOE_TESTBED_OUT")
+    rank = int(os.environ.get("RANK", "0"))
+    if out is not None:
+        _write_json(Path(out) / f"rank{rank}.json", result)
+    if _WORKER.get("out"):
+        every = [None] * dist.get_world_size() if rank == 0 else None
+        dist.gather_object(result, every, dst=0)
+        if rank == 0:
+            _write_json(Path(_WORKER["out"]), every)
+    elif out is None:  # started by hand or by torchrun without --out
+        print(json.dumps({"rank": rank, "result": result}))
     if dist.is_available() and dist.is_initialized():
         dist.barrier()
         dist.destroy_process_group()
+
+
+def _write_json(path: Path, value: Any) -> None:
+    tmp = path.with_name(path.name + ".part")
+    tmp.write_text(json.dumps(value))
+    os.replace(tmp, path)

@@ -20,21 +20,22 @@ def main() -> None:
     parser.add_argument("--crash-rank", type=int, default=1)
     parser.add_argument("--mib", type=float, default=0.0)
     parser.add_argument("--a2a-trials", type=int, default=0, help="also run a2a_check's H-A2A == flat trials")
+    from replications.moe.testbed import add_worker_args, ranks_per_node, settle, worker_device, worker_emit, worker_init
+
+    add_worker_args(parser)
     args = parser.parse_args()
     if args.mode == "crash" and int(os.environ["RANK"]) == args.crash_rank:
         sys.exit(3)  # before importing torch: the crash is seen at once
     import torch
     import torch.distributed as dist
 
-    from replications.moe.testbed import worker_emit, worker_init
-
-    rank, world, node = worker_init(timeout_s=30)
-    total = torch.tensor([float(rank)])
+    rank, world, node = worker_init(timeout_s=30, args=args)
+    total = torch.tensor([float(rank)], device=worker_device())
     dist.all_reduce(total)
     seconds = None
-    peer = world - int(os.environ.get("LOCAL_WORLD_SIZE", world))  # first rank of the last node
+    peer = world - ranks_per_node()  # first rank of the last node
     if args.mib > 0 and peer > 0 and rank in (0, peer):
-        buf = torch.zeros(int(args.mib * 2**20) // 4)
+        buf = torch.zeros(int(args.mib * 2**20) // 4, device=worker_device())
         other = peer if rank == 0 else 0
         start = time.perf_counter()
         if rank == 0:
@@ -43,6 +44,7 @@ def main() -> None:
         else:
             dist.recv(buf, other)
             dist.send(buf, other)
+        settle()
         seconds = time.perf_counter() - start
     dist.barrier()
     checks = []

@@ -9,7 +9,8 @@ not per-message latency, dominates. First it measures the testbed's link rates (
 node and across nodes): the bandwidths the topology matrix should be derived from (measured_mbit).
 Reads the records under ``--records`` (default results/ta_moe, the committed ones) and writes replay.json
 (command, commit, versions, testbed) into ``--out`` (default outputs/results/ta_moe; pass ``--out
-results/ta_moe`` to refresh the committed side files the page reads).
+results/ta_moe`` to refresh the committed side files the page reads). ``--write-plan DIR`` only writes the
+worker's plans (DIR/plan<d_model>.json), for replay_worker under torchrun on real nodes (replications/ta_moe/README.md).
 """
 
 from __future__ import annotations
@@ -42,6 +43,17 @@ def plan_for(results: Path, steps: int) -> dict[str, list[list[list[int]]]]:
     return arms
 
 
+def write_plans(folder: Path, arms: dict[str, list[list[list[int]]]], args: argparse.Namespace) -> int:
+    """replay_worker's plan per width, as the testbed run builds them."""
+    if not arms:
+        print(f"no recorded dispatch under {args.records}/wikitext2", file=sys.stderr)
+        return 2
+    for d_model in args.d_model or [128, 1024]:
+        write_json_atomic(folder / f"plan{d_model}.json", {"d_model": d_model, "warmup": args.warmup, "arms": arms})
+        print(f"wrote {folder / f'plan{d_model}.json'}")
+    return 0
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=50, help="the last this many training steps of every seed")
@@ -52,7 +64,10 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--out", default=str(HAND_RUNS / "ta_moe"), help="where replay.json / links.json go")
     parser.add_argument("--measure-only", action="store_true",
                         help="only measure the link rates into <out>/links.json (the topology matrix's bandwidths)")
+    parser.add_argument("--write-plan", metavar="DIR", help="only write the worker's DIR/plan<d_model>.json (for torchrun)")
     args = parser.parse_args(argv)
+    if args.write_plan:
+        return write_plans(Path(args.write_plan), plan_for(Path(args.records), args.steps), args)
     from replications.moe.testbed import EmulatedCluster, testbed_unavailable_reason
 
     reason = testbed_unavailable_reason()
