@@ -10,6 +10,7 @@ from pathlib import Path
 from replications.rep import report
 from shared.paths import RESULTS
 from shared.report.paper_hook import PaperResults
+from shared.report.paper_page import render_page
 from shared.verdict import CONTRADICTED, INCONCLUSIVE, NOT_RUN, SUPPORTED
 
 TOY = json.loads((RESULTS / "rep" / "fb15k_237" / "transe.json").read_text())
@@ -62,3 +63,25 @@ def test_gain_loss_and_small_loss_per_model() -> None:
     assert "transe" not in by_model and "over 20,466 test triples (1 seed)" in by_model["complex"]["interval"]
     rows = {r[1]: r for r in page.data["before_after"]["rows"]}
     assert rows["transe"][2].startswith("toy: dim 64") and rows["complex"][2] == "converged: best val at epoch 12.5"
+
+
+def test_page_shows_the_l1_benchmark_instead_of_the_pre_kernel_transe_time(tmp_path: Path) -> None:
+    """bench_l1.json (the fused L1 evaluator against PyKEEN) is rendered, and bench_eval.json's pre-kernel TransE
+    extrapolation (950.57 s) is no longer shown as the evaluator's time; the README quotes the page's figures."""
+    folder = RESULTS / "rep"
+    l1 = json.loads((folder / "bench_l1.json").read_text())
+    page = render_page("rep", report.build(PaperResults("rep", folder, {("fb15k_237", "transe"): TOY})))
+    suite, pykeen, ratio = l1["suite"]["wall_seconds"], l1["pykeen"]["wall_seconds"], l1["ratio_pykeen_over_suite_wall"]
+    assert (suite, pykeen, ratio) == (24.56, 2227.68, 90.7)
+    row = f"| {suite} | {l1['suite']['cpu_seconds']} | 20,466 of 20,466 | measured, once |"
+    assert row in page and f"| {pykeen} | {l1['pykeen']['cpu_seconds']} | 1,024 of 20,466 | extrapolated: 1024 of 20466" in page
+    assert f"PyKEEN / suite: {ratio}x wall" in page and "2,048 compared" in page and "0 differ" in page
+    assert "identical: yes" in page and "run alone (shared.exclusive lock), load average 1.04, 2.37, 3.37" in page
+    assert f"commit {l1['git_commit'][:7]}" in page and "950.57" not in page and "| transe | l1 |" not in page
+    assert "TransE (pre-kernel) left out: superseded by bench_l1.json (L1 kernel, commit ed72ef0)" in page
+    readme = " ".join((Path(report.__file__).parent / "README.md").read_text().split())
+    assert f"{suite} s against PyKEEN's {pykeen} s" in readme and f"{ratio}x" in readme and "88x" not in readme
+    # without bench_l1.json, bench_eval.json's TransE row is all there is, and is shown
+    (tmp_path / "bench_eval.json").write_text((folder / "bench_eval.json").read_text())
+    alone = render_page("rep", report.build(PaperResults("rep", tmp_path, {("fb15k_237", "transe"): TOY})))
+    assert "| transe | l1 | 1000 | 950.57 |" in alone and "left out" not in alone and "PyKEEN" not in alone

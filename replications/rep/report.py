@@ -1,6 +1,6 @@
 """REP's page as data (``build``): base models before and after REP, one row per (dataset, model) record, and the
-measured cost of the base recipes from the side files the benchmarks wrote beside the results
-(budget/<dataset>_<model>.json, bench_steps.json, bench_eval.json); the claims are paper.yaml's, judged by shared.claims.
+measured cost of the base recipes from the side files the benchmarks wrote beside the results (budget/<dataset>_<model>.json,
+bench_steps.json, bench_eval.json, bench_l1.json); the claims are paper.yaml's, judged by shared.claims.
 """
 
 from __future__ import annotations
@@ -70,20 +70,17 @@ def intro(records: list[dict[str, Any]]) -> str:
             "of base training and of REP itself, per seed.")
 
 
-# --- the measured cost of the base recipes (side files of replications.rep.budget / bench_steps / bench_eval) ---
+# --- the measured cost of the base recipes (side files of replications.rep.budget / bench_steps / bench_eval / bench_l1) ---
 
 def _hours(seconds: float | None) -> str:
     return "—" if seconds is None else f"{seconds / 3600:.2f}"
 
 
 def curve_table(records: list[dict[str, Any]]) -> Table:
-    rows = []
-    for r in records:
-        last, tt = r["points"][-1], r.get("time_to_target", {})
-        rows.append([r["dataset"], r["model"], r["recipe"]["dim"], f"{last['epoch']:.2f} of {r['recipe']['epochs']}",
-                     _hours(last["train_cpu_seconds"]), f"{last['val_mrr']:.4f}", f"{last['test_mrr']:.4f}",
-                     f"{r['target']['test_mrr']} ({r['target']['kind']})", _hours(tt.get("seconds")),
-                     tt.get("how", "run not complete")])
+    rows = [[r["dataset"], r["model"], r["recipe"]["dim"], f"{last['epoch']:.2f} of {r['recipe']['epochs']}",
+             _hours(last["train_cpu_seconds"]), f"{last['val_mrr']:.4f}", f"{last['test_mrr']:.4f}",
+             f"{r['target']['test_mrr']} ({r['target']['kind']})", _hours(tt.get("seconds")), tt.get("how", "run not complete")]
+            for r in records for last, tt in [(r["points"][-1], r.get("time_to_target", {}))]]
     return Table(["dataset", "model", "dim", "epochs run", "CPU h", "val MRR", "test MRR", "target (kind)",
                   "CPU h to target", "how"], rows)
 
@@ -103,23 +100,38 @@ def plot_curves(records: list[dict[str, Any]]) -> Plot:
 
 
 def steps_blocks(b: dict[str, Any]) -> list[str | Table]:
-    rows = [[x["dataset"], x["model"], x["recipe"], x["dim"], x["recipe_steps"], x["cpu_seconds_per_step"],
-             x["recipe_cpu_hours"]] for x in b["rows"]]
+    keys = ("dataset", "model", "recipe", "dim", "recipe_steps", "cpu_seconds_per_step", "recipe_cpu_hours")
+    rows = [[x[k] for k in keys] for x in b["rows"]]
     return ["### Full recipe cost per seed (`python -m replications.rep.bench_steps`)",
             f"CPU time of one optimiser step ({b['steps_timed']} steps after 2 warm-up), times the recipe's step "
             f"count: training only, one core; commit {b['git_commit'][:7]}, {b['hardware']['cpu']}.",
             Table(["dataset", "model", "recipe", "dim", "steps", "CPU s / step", "CPU h per seed"], rows)]
 
 
-def eval_blocks(b: dict[str, Any]) -> list[str | Table]:
-    rows = [[x["model"], x.get("distance") or "—", x["dim"], x["seconds_best"], x["how"],
-             "yes" if x["under_target"] else "no"] for x in b["rows"]]
+def eval_blocks(b: dict[str, Any], l1: dict[str, Any] | None) -> list[str | Table]:
+    rows = [[x["model"], x.get("distance") or "—", x["dim"], x["seconds_best"], x["how"], "yes" if x["under_target"] else "no"]
+            for x in b["rows"] if not (l1 and x["model"] == "transe")]  # TransE: bench_l1.json times the L1 kernel
+    note = f"TransE (pre-kernel) left out: superseded by bench_l1.json (L1 kernel, commit {l1['git_commit']:.7})." if l1 else ""
     return ["### Filtered evaluation of the FB15k-237 test set (`python -m replications.rep.bench_eval`)",
-            f"40,932 filtered ranks against 14,541 entities, {b['threads']} thread(s), "
-            f"target < {b['target_seconds']:.0f} s; commit {b['git_commit'][:7]}, {b['hardware']['cpu']}, "
-            f"semaphore: {b.get('semaphore', 'unknown')}; load average {b.get('load_average_1_5_15min')}. "
-            "Distance applies to TransE/RotatE only.",
-            Table(["model", "distance", "dim", "seconds", "how", "< target"], rows)]
+            f"40,932 filtered ranks against 14,541 entities, {b['threads']} thread(s), target < {b['target_seconds']:.0f} s; "
+            f"commit {b['git_commit'][:7]}, {b['hardware']['cpu']}, semaphore: {b.get('semaphore', 'unknown')}; "
+            f"load average {b.get('load_average_1_5_15min')}. Distance applies to TransE/RotatE only.",
+            Table(["model", "distance", "dim", "seconds", "how", "< target"], rows, note=note)]
+
+
+def l1_blocks(b: dict[str, Any]) -> list[str | Table]:
+    s, p, a, yes = b["suite"], b["pykeen"], b["agreement"], {True: "yes", False: "no"}
+    rows = [[n, x["wall_seconds"], x["cpu_seconds"], f"{x['test_triples_ranked']:,} of {b['test_triples']:,}", x["how"]]
+            for n, x in ((f"suite: {s['evaluator']}, L1 {s['l1_backend']}", s), (f"PyKEEN {p['version']}: {p['evaluator']}", p))]
+    return ["### TransE (L1) evaluation against PyKEEN (`python -m replications.rep.bench_l1`)",
+            f"The whole FB15k-237 test set ({b['queries']:,} filtered ranks), {b['threads']} thread(s); embeddings: "
+            f"{b['embeddings']['source']}. Commit {b['git_commit'][:7]}, {b['hardware']['cpu']}; "
+            f"{b['exclusive']['how']}, load average {', '.join(f'{x:.2f}' for x in b['load_average_1_5_15min'])} (1/5/15 min).",
+            Table(["evaluator", "wall s", "CPU s", "test triples timed", "how"], rows,
+                  note=f"PyKEEN / suite: {b['ratio_pykeen_over_suite_wall']}x wall, {b['ratio_pykeen_over_suite_cpu']}x CPU; "
+                       f"suite under the {b['target_seconds']:.0f} s target: {yes[b['suite_under_target']]}. Ranks: "
+                       f"{a['ranks_compared']:,} compared (PyKEEN's timed triples, head + tail), {a['ranks_differing']} differ "
+                       f"({a['ranks_with_ties']} with ties): identical: {yes[a['ranks_identical']]}.")]
 
 
 def cost_blocks(results: PaperResults) -> tuple[list[Any], dict[str, Any]]:
@@ -127,12 +139,12 @@ def cost_blocks(results: PaperResults) -> tuple[list[Any], dict[str, Any]]:
     # the budget curve files (one seed each), by name; a curve still running (.partial.json) is left out
     budget = [json.loads(p.read_text()) for p in sorted((results.folder / BUDGET).glob("*.json"))
               if not p.name.endswith(".partial.json")]
-    steps, ev = results.side_file("bench_steps.json"), results.side_file("bench_eval.json")
-    if not (budget or steps or ev):
+    steps, ev, l1 = (results.side_file(f"bench_{n}.json") for n in ("steps", "eval", "l1"))
+    if not (budget or steps or ev or l1):
         return [], {}
     blocks: list[Any] = [
         "## Base models: measured cost on this CPU",
-        "From the side files beside the results (`python -m replications.rep.budget`, `bench_steps`, `bench_eval`, "
+        "From the side files beside the results (`python -m replications.rep.budget`, `bench_steps`, `bench_eval`, `bench_l1`, "
         "each given `--out results/rep/...`).\n"
         "CPU time is one thread's process time spent training (evaluation excluded) on the machine named in each\n"
         "file; on an idle core it equals wall time. Each curve is one seed of the committed recipe, cut at the\n"
@@ -143,10 +155,11 @@ def cost_blocks(results: PaperResults) -> tuple[list[Any], dict[str, Any]]:
     if budget:
         blocks += [Figure(f"{BUDGET}/budget.png", draw=lambda: draw(plot_curves(budget)), caption="curves", dpi=120),
                    curve_table(budget)]
-    blocks += (steps_blocks(steps) if steps else []) + (eval_blocks(ev) if ev else [])
+    blocks += (steps_blocks(steps) if steps else []) + (eval_blocks(ev, l1) if ev else []) + (l1_blocks(l1) if l1 else [])
     data = {"budget": [{k: r.get(k) for k in ("dataset", "model", "seed", "recipe", "target", "time_to_target",
                                               "complete")} | {"last_point": r["points"][-1]} for r in budget],
-            "bench_steps": steps["rows"] if steps else None, "bench_eval": ev["rows"] if ev else None}
+            "bench_steps": steps["rows"] if steps else None, "bench_eval": ev["rows"] if ev else None,
+            "bench_l1": {k: l1[k] for k in ("suite", "pykeen", "agreement", "git_commit")} if l1 else None}
     return blocks, data
 
 
@@ -181,11 +194,10 @@ def build(results: PaperResults) -> PaperReport | None:
     cost, cost_data = cost_blocks(results)
     margin = next(s.judge["margin"] for s in load_claims(PAPER, "rep") if s.id == "improves_or_maintains")
     verdicts = base_verdicts(results, margin)
-    trained = [r for r in records if converged(r)]
     blocks: list[Any] = [TITLE, intro(records)]
     if verdicts:
         blocks += [verdict_table(verdicts, margin),
-                   Figure("validation_curves.png", draw=lambda: draw(plot_validation(trained)),
+                   Figure("validation_curves.png", draw=lambda: draw(plot_validation([r for r in records if converged(r)])),
                           caption="validation MRR of the converged bases per half epoch; dotted: the epoch kept", dpi=110)]
     blocks.append(table)
     data = {"before_after": {"header": table.header, "rows": table.rows}, "rep_on_converged_bases": verdicts, **cost_data}
