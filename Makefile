@@ -10,7 +10,7 @@ PAPERS := $(patsubst replications/%/paper.yaml,%,$(wildcard replications/*/paper
 # `make replicate-pshgcn dataset=acm` narrows a replication to one dataset (or model=...).
 NARROW := $(if $(dataset),dataset=$(dataset)) $(if $(model),model=$(model))
 
-.PHONY: venv test smoke ladder report readme-times verify lint clean-cache gpu-check gpu-merge $(addprefix replicate-,$(PAPERS))
+.PHONY: venv test smoke ladder bench-gaga-grouping report readme-times verify lint clean-cache gpu-check gpu-merge $(addprefix replicate-,$(PAPERS))
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml constraints.txt
@@ -112,6 +112,11 @@ official-%: venv
 # (run by hand, a bench writes under outputs/results/); `make report` renders them into the paper's page.
 bench-%: venv
 	$(PY) -m replications.$*.bench --out results/$* $(ARGS)
+
+# GAGA's grouping (old dense-above-2% path vs the sparse one) over 2.9k-46k nodes at Tolokers' degree, with the fitted
+# exponent (results/gaga/bench_grouping.json); run it alone on the machine (~3 min).
+bench-gaga-grouping: venv
+	$(PY) -m replications.gaga.bench_grouping --out results/gaga $(ARGS)
 
 # Flat vs hierarchical all-to-all on the emulated multi-node cluster (root + ip netns; results/moe/COMM_BENCHMARK.md).
 bench-moe-comm: venv
