@@ -1,6 +1,7 @@
 """FlexMoE's paper-specific parts of its claim specs (paper.yaml ``claims:``, judged by shared.claims): the premise
 statistics over a window of training read from the routing traces, the testbed's replicated-vs-static all-to-all
-(replica_a2a.json), and the scale each verdict was reached at.
+(replica_a2a.json), and the scale each verdict was reached at; for the page, the simulator's policies per (model,
+link) averaged over seeds (simulation_summary, from simulation.json).
 
 The premise (imbalance, fluctuation) is a two-threshold band over the (gate, E) settings' seed means, which
 shared.claims's ``threshold`` kind (one threshold) cannot say: supported when every setting lies above
@@ -123,6 +124,37 @@ def scale(results: PaperResults, dataset: str | None, spec: ClaimSpec) -> dict[s
             f"{UNITS[corpus]} ({tokens / 1e6:.2f}M per seed), {len(first['runs'])} seed(s)")
     return {"active_params": max(a for _, a in sizes), "params": max(t for t, _ in sizes), "steps": steps,
             "tokens": tokens, "dataset": dataset, "hardware": hardware, "text": text}
+
+
+def order(ms: dict[str, float], tie: float = 1e-3) -> str:
+    """'a < b = c': the three systems fastest first, '=' within a relative `tie`."""
+    names = sorted(("static", "fastermoe", "flexmoe"), key=lambda p: ms[p])
+    out = names[0]
+    for prev, cur in zip(names, names[1:]):
+        out += (" = " if ms[cur] <= ms[prev] * (1 + tie) else " < ") + cur
+    return out
+
+
+def simulation_summary(sim: dict[str, Any] | None) -> dict[str, Any]:
+    """Per (model, link): mean over seeds of each policy's modelled ms and the ratios between policies."""
+    if sim is None:
+        return {}
+    out: dict[str, Any] = {}
+    for row in sim["rows"]:
+        key = f"{row['model']}@{row['link_mbit']}"
+        out.setdefault(key, {"model": row["model"], "link": row["link_mbit"], "per_seed": []})
+        out[key]["per_seed"].append(row["policies"])
+    for entry in out.values():
+        seeds = entry.pop("per_seed")
+        entry["mean_ms"] = {p: float(np.mean([s[p]["mean_ms"] for s in seeds])) for p in seeds[0]}
+        pairs = {"static_over_flexmoe": ("static", "flexmoe"), "fastermoe_over_flexmoe": ("fastermoe", "flexmoe"),
+                 "static_over_fastermoe": ("static", "fastermoe"), "static_over_oracle": ("static", "flexmoe_oracle")}
+        entry["ratios"] = {k: float(np.mean([s[a]["mean_ms"] / s[b]["mean_ms"] for s in seeds]))
+                           for k, (a, b) in pairs.items()}
+        entry["ops"] = {k: float(np.mean([s["flexmoe"]["ops"][k] for s in seeds])) for k in seeds[0]["flexmoe"]["ops"]}
+        entry["mean_shadowed"] = float(np.mean([s["fastermoe"]["mean_shadowed"] for s in seeds]))
+        entry["order"] = order(entry["mean_ms"])
+    return out
 
 
 def median_ratio(replicated: list[float], static: list[float], seed: int = 0) -> dict[str, Any]:

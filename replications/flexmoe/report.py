@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from replications.flexmoe.measures import NAMES, UNITS, a2a_check
+from replications.flexmoe.measures import NAMES, UNITS, a2a_check, simulation_summary
 from shared.claims import load_claims, paper_claims
 from shared.report.blocks import hardware_line, minutes, ordered
 from shared.report.columns import column_table, seeds_column
@@ -26,37 +26,6 @@ ORDER = ["switch_e8", "switch_e16", "gshard_e8", "gshard_e16"]
 POLICY_NAMES = {"static": "static (DeepSpeed-like)", "fastermoe": "FasterMoE shadowing",
                 "flexmoe": "FlexMoE (reconstruction)", "flexmoe_oracle": "FlexMoE, no lag (diagnostic)",
                 "ideal": "perfect balance (bound)"}
-
-
-def order(ms: dict[str, float], tie: float = 1e-3) -> str:
-    """'a < b = c': the three systems fastest first, '=' within a relative `tie`."""
-    names = sorted(("static", "fastermoe", "flexmoe"), key=lambda p: ms[p])
-    out = names[0]
-    for prev, cur in zip(names, names[1:]):
-        out += (" = " if ms[cur] <= ms[prev] * (1 + tie) else " < ") + cur
-    return out
-
-
-def simulation_summary(sim: dict[str, Any] | None) -> dict[str, Any]:
-    """Per (model, link): mean over seeds of each policy's modelled ms and the ratios between policies."""
-    if sim is None:
-        return {}
-    out: dict[str, Any] = {}
-    for row in sim["rows"]:
-        key = f"{row['model']}@{row['link_mbit']}"
-        out.setdefault(key, {"model": row["model"], "link": row["link_mbit"], "per_seed": []})
-        out[key]["per_seed"].append(row["policies"])
-    for entry in out.values():
-        seeds = entry.pop("per_seed")
-        entry["mean_ms"] = {p: float(np.mean([s[p]["mean_ms"] for s in seeds])) for p in seeds[0]}
-        pairs = {"static_over_flexmoe": ("static", "flexmoe"), "fastermoe_over_flexmoe": ("fastermoe", "flexmoe"),
-                 "static_over_fastermoe": ("static", "fastermoe"), "static_over_oracle": ("static", "flexmoe_oracle")}
-        entry["ratios"] = {k: float(np.mean([s[a]["mean_ms"] / s[b]["mean_ms"] for s in seeds]))
-                           for k, (a, b) in pairs.items()}
-        entry["ops"] = {k: float(np.mean([s["flexmoe"]["ops"][k] for s in seeds])) for k in seeds[0]["flexmoe"]["ops"]}
-        entry["mean_shadowed"] = float(np.mean([s["fastermoe"]["mean_shadowed"] for s in seeds]))
-        entry["order"] = order(entry["mean_ms"])
-    return out
 
 
 def premise_table(records: dict[str, dict[str, Any]], dataset: str) -> Table:

@@ -1,5 +1,6 @@
 """ERNIE-mmLayout's paper-specific parts of its claim specs (paper.yaml ``claims:``, judged by shared.claims): the
-paired document bootstrap of corpus-level F1, the rule that also needs every seed to agree, and the scale reached.
+paired document bootstrap of corpus-level F1, the rule that also needs every seed to agree, and the scale reached;
+for the page, the learning curves and how the label-free lines relate to FUNSD's segments (unit_statistics).
 
 Why a measure and not a library kind: F1 is a corpus-level statistic (summed counts over documents), not a mean of
 per-unit values, so the bootstrap resamples the 50 test documents (the unit the test set is drawn in) and recomputes
@@ -122,3 +123,24 @@ def scale(results: PaperResults, dataset: str | None, spec: ClaimSpec) -> dict[s
            "text": f"{len(record['runs'])} seeds x {model['epochs']} epochs on a CPU, MiniLM without the visual branch"
                    + (", F1 still rising in the last epoch" if rising else "")}
     return {k: v for k, v in out.items() if v is not None}
+
+
+def unit_statistics(line_overlap: float, line_gap: float) -> dict[str, Any]:
+    """How the label-free lines relate to the annotated segments (word-level, per split); reads FUNSD."""
+    from replications.mmlayout.boxes import group_lines
+    from replications.mmlayout.data import load
+
+    out = {}
+    for split, forms in load().items():
+        lines = segs = pure = split_segs = words = 0
+        for f in forms:
+            line = group_lines(np.asarray(f.boxes), line_overlap, line_gap)
+            seg = np.asarray(f.segments)
+            lines += int(line.max()) + 1 if len(line) else 0
+            segs += len(set(seg.tolist()))
+            words += len(seg)
+            pure += sum(len(set(seg[line == k].tolist())) == 1 for k in range(int(line.max()) + 1 if len(line) else 0))
+            split_segs += sum(len(set(line[seg == s].tolist())) > 1 for s in set(seg.tolist()))
+        out[split] = {"forms": len(forms), "words": words, "lines": lines, "segments": segs,
+                      "lines_within_one_segment": pure / max(lines, 1), "segments_over_several_lines": split_segs / max(segs, 1)}
+    return out

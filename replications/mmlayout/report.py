@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from replications.mmlayout.measures import arm_interval, common_seeds, curves, paired, per_doc, seed_details
+from replications.mmlayout.measures import arm_interval, common_seeds, curves, paired, per_doc, seed_details, unit_statistics
 from shared.claims import paper_claims
 from shared.report.blocks import box_patch, interval, num, ordered
 from shared.report.figures import Panel, Plot, Series, curve_series, draw
@@ -23,27 +23,6 @@ LABELS = {"mmlayout_control": "control (singleton units)", "mmlayout": "mmLayout
 COMPARISONS = (("mmlayout", "mmlayout_control"), ("mmlayout_oracle", "mmlayout_control"), ("mmlayout_oracle", "mmlayout"))
 DATASET = "funsd"
 COLOURS = {"HEADER": "tab:orange", "QUESTION": "tab:blue", "ANSWER": "tab:green"}
-
-
-def unit_statistics(line_overlap: float, line_gap: float) -> dict[str, Any]:
-    """How the label-free lines relate to the annotated segments (word-level, per split); reads FUNSD."""
-    from replications.mmlayout.boxes import group_lines
-    from replications.mmlayout.data import load
-
-    out = {}
-    for split, forms in load().items():
-        lines = segs = pure = split_segs = words = 0
-        for f in forms:
-            line = group_lines(np.asarray(f.boxes), line_overlap, line_gap)
-            seg = np.asarray(f.segments)
-            lines += int(line.max()) + 1 if len(line) else 0
-            segs += len(set(seg.tolist()))
-            words += len(seg)
-            pure += sum(len(set(seg[line == k].tolist())) == 1 for k in range(int(line.max()) + 1 if len(line) else 0))
-            split_segs += sum(len(set(line[seg == s].tolist())) > 1 for s in set(seg.tolist()))
-        out[split] = {"forms": len(forms), "words": words, "lines": lines, "segments": segs,
-                      "lines_within_one_segment": pure / max(lines, 1), "segments_over_several_lines": split_segs / max(segs, 1)}
-    return out
 
 
 def summarise(records: dict[str, dict[str, Any]], details: dict[str, dict[int, dict[str, Any]]],

@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 
 import datasets
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from replications.ppstructurev2.slanet import is_complex, merge_tokens, structure_of_html, to_html
 from shared.data import DataError, DatasetSpec, RemoteFile, cache_dir, fetch, funsd, mirror_dir
@@ -146,3 +146,13 @@ def load_funsd_forms() -> list[dict]:
     paths = fetch(file_spec("funsd"))
     return [{"form_id": form_id, "entities": annotation["form"]}
             for form_id, annotation, _ in funsd.annotations(paths, "test")]
+
+
+def image_paths(dataset: str) -> dict[str, str]:
+    """image id -> local path, through the loaders (details files hold no machine paths)."""
+    if dataset == "pubtabnet_mini":
+        return {r["image_id"]: r["image_path"] for r in load_table_mini()}
+    if dataset == "pubtabnet":
+        return {r["image_id"]: r["image_path"] for r in read_pubtabnet_val(pubtabnet_root())}
+    cfg = OmegaConf.create({"scale": {"name": "full"}, "paper": {"protocol": {}}})
+    return {r["image_id"]: r["image_path"] for r in load_pages(cfg)}

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from replications.ocr.details import run_details
-from replications.ppstructurev2.slanet import structure_of_html
+from replications.ppstructurev2.data import image_paths
+from replications.ppstructurev2.slanet import grid, structure_of_html
 from shared.claims import paper_claims
 from shared.reference import load_paper, reported_for
 from shared.report.blocks import box_patch, num, pyplot, tight
@@ -21,28 +22,6 @@ from shared.verdict import NOT_TESTABLE
 PAPER = Path(__file__).with_name("paper.yaml")
 # Fact sheet (../shared/papers/ppstructurev2.md): PP-PicoDet with an LCNet backbone, 800 x 608 input, 4 FPN levels.
 FACT_SHEET_LAYOUT = {"input_hw": [800, 608], "fpn_levels": 4}
-
-
-def grid(tokens: list[str]) -> list[tuple[int, int, int, int]]:
-    """(row, col, rowspan, colspan) of each cell of a structure, in cell order (occupied slots skipped)."""
-    cells, taken, row, col, span = [], set(), -1, 0, {"colspan": 1, "rowspan": 1}
-    for tok in tokens:
-        if tok == "<tr>":
-            row, col = row + 1, 0
-        elif tok in ("<td></td>", "<td", "<td>"):
-            span = {"colspan": 1, "rowspan": 1}
-        elif "span=" in tok:
-            k, v = tok.strip().split("=")
-            span[k] = int(v.strip('"'))
-        if tok in ("<td></td>", "</td>"):
-            while (row, col) in taken:
-                col += 1
-            cells.append((row, col, span["rowspan"], span["colspan"]))
-            for r in range(row, row + span["rowspan"]):
-                for c in range(col, col + span["colspan"]):
-                    taken.add((r, c))
-            col += span["colspan"]
-    return cells
 
 
 def draw_table(ax, html: str, title: str) -> None:
@@ -58,20 +37,6 @@ def draw_table(ax, html: str, title: str) -> None:
     ax.set_ylim(rows, 0)
     ax.set_axis_off()
     ax.set_title(title, fontsize=8)
-
-
-def image_paths(dataset: str) -> dict[str, str]:
-    """image id -> local path, through the loaders (details files hold no machine paths)."""
-    from omegaconf import OmegaConf
-
-    from replications.ppstructurev2 import data
-
-    if dataset == "pubtabnet_mini":
-        return {r["image_id"]: r["image_path"] for r in data.load_table_mini()}
-    if dataset == "pubtabnet":
-        return {r["image_id"]: r["image_path"] for r in data.read_pubtabnet_val(data.pubtabnet_root())}
-    cfg = OmegaConf.create({"scale": {"name": "full"}, "paper": {"protocol": {}}})
-    return {r["image_id"]: r["image_path"] for r in data.load_pages(cfg)}
 
 
 def table_figure(details: dict) -> Any:

@@ -161,6 +161,28 @@ def is_complex(tokens: list[str]) -> bool:
     return any("span" in t for t in tokens)
 
 
+def grid(tokens: list[str]) -> list[tuple[int, int, int, int]]:
+    """(row, col, rowspan, colspan) of each cell of a structure, in cell order (occupied slots skipped)."""
+    cells, taken, row, col, span = [], set(), -1, 0, {"colspan": 1, "rowspan": 1}
+    for tok in tokens:
+        if tok == "<tr>":
+            row, col = row + 1, 0
+        elif tok in ("<td></td>", "<td", "<td>"):
+            span = {"colspan": 1, "rowspan": 1}
+        elif "span=" in tok:
+            k, v = tok.strip().split("=")
+            span[k] = int(v.strip('"'))
+        if tok in ("<td></td>", "</td>"):
+            while (row, col) in taken:
+                col += 1
+            cells.append((row, col, span["rowspan"], span["colspan"]))
+            for r in range(row, row + span["rowspan"]):
+                for c in range(col, col + span["colspan"]):
+                    taken.add((r, c))
+            col += span["colspan"]
+    return cells
+
+
 # ---- cell matching (TableMatch) -----------------------------------------------------------------------------
 
 def l1_distance(a: np.ndarray, b: np.ndarray) -> float:

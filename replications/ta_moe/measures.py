@@ -1,5 +1,6 @@
 """TA-MoE's paper-specific parts of its claim specs (paper.yaml ``claims:``, judged by shared.claims): the replayed
-all-to-all times (claim a2a) and the scale each verdict was reached at.
+all-to-all times (claim a2a) and the scale each verdict was reached at; for the page, the learnt dispatch pattern
+(learnt_dispatch: the last 10% of steps, mean over seeds).
 
 a2a: the replay (replay.py) timed every recorded dispatch of the last ``steps_per_seed`` steps of every seed
 through the emulated 2-node testbed at two message widths (values per token). Per width, TA-MoE / GShard mean
@@ -15,12 +16,14 @@ from typing import Any
 import numpy as np
 
 from replications.moe.scale import lm_scale, model_from_record
+from replications.ta_moe.train import mean_dispatch
 from shared.claims import ClaimSpec
 from shared.claims.kinds import ratio
 from shared.report.paper_hook import PaperResults
 from shared.verdict import CONTRADICTED
 
 ARM = "ta_moe"  # the arm whose scale a verdict is reached at (GShard's model has the same shape)
+LAST = 0.1  # the learnt pattern: the last 10% of training steps (the ladder claim's window)
 
 
 def parameters(record: dict[str, Any]) -> tuple[int, int]:
@@ -91,3 +94,12 @@ def replay_a2a(results: PaperResults, dataset: str | None, spec: ClaimSpec) -> d
     return {"status": status, "effect": widest.interval.effect, "low": widest.interval.low,
             "high": widest.interval.high, "n": widest.interval.n, "method": widest.interval.method,
             "unit": f"x ({arm} / {base} all-to-all time, H={widths[-1]})", "rule": widest.rule, "evidence": evidence}
+
+
+def learnt_dispatch(record: dict[str, Any]) -> list[list[float]]:
+    """Mean [source][destination] kept assignments per step and layer over the last 10% of steps, all seeds."""
+    mats = []
+    for run in record["runs"]:
+        dispatch = run["train"]["dispatch"]
+        mats.append(mean_dispatch(dispatch[-max(1, int(len(dispatch) * LAST)):]))
+    return np.mean(np.array(mats), axis=0).tolist()

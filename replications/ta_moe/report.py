@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from replications.moe import charfloor
-from replications.ta_moe.train import mean_dispatch
+from replications.ta_moe.measures import learnt_dispatch
 from shared.claims import paper_claims
 from shared.report.blocks import CHAR_SECTION, CHAR_VALIDATION, hardware_line, ordered
 from shared.report.columns import MODEL, SEEDS, WALL, agg_column, char_columns, char_floor_row, column_table, mean_column
@@ -21,18 +21,8 @@ from shared.report.paper_hook import Figure, PaperReport, PaperResults, Table
 PAPER = Path(__file__).with_name("paper.yaml")
 DATASETS = ("wikitext2", "tinyshakespeare")
 ORDER = ["ta_moe", "gshard", "fastermoe"]
-LAST = 0.1  # the learnt pattern: the last 10% of training steps (the ladder claim's window)
 AGGREGATES = ("valid_loss", "valid_ppl", "test_ppl", "off_node_fraction", "off_node_fraction_last10pct",
               "local_rank_fraction", "dropped_fraction", "train_tokens_per_s")
-
-
-def learnt_dispatch(record: dict[str, Any]) -> list[list[float]]:
-    """Mean [source][destination] kept assignments per step and layer over the last 10% of steps, all seeds."""
-    mats = []
-    for run in record["runs"]:
-        dispatch = run["train"]["dispatch"]
-        mats.append(mean_dispatch(dispatch[-max(1, int(len(dispatch) * LAST)):]))
-    return np.mean(np.array(mats), axis=0).tolist()
 
 
 def table(records: dict[str, dict[str, Any]], floor: float | None = None) -> Table:
