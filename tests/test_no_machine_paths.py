@@ -26,6 +26,9 @@ ALLOWED_PREFIXES = (
     "/bin/bash",     # Makefile SHELL
     "/proc/",        # kernel interface, read (shared/runinfo.py: /proc/cpuinfo)
     "/sys/",         # kernel interface: tests/test_bad_input.py's folder that can never be written
+    "/usr/sbin",     # where Debian installs daemons (slurmctld, slurmd, munged: tests/slurm_cluster.py, .ci/run)
+    "/bin/true",     # slurm.conf's MailProg that sends nothing (tests/slurm_cluster.py)
+    "/run/munge/",   # Debian munge's system socket, used when no munged of the test's own can start
 )
 ALLOWED_IN = {  # (file, path): a placeholder for a folder the reader picks, or an input a test rewrites
     ("conf/paths/default.yaml", "/scratch/r"),  # e.g. paths.results_dir=/scratch/r
