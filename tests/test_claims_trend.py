@@ -40,6 +40,16 @@ def test_weighted_slope_matches_numpy_polyfit() -> None:
     assert t.reading == AWAY and t.high < 0  # the effect shrinks as the model grows
 
 
+def test_sizes_that_scatter_beyond_their_intervals_widen_the_slope() -> None:
+    # y = 0.08, 0.11, 0.07 at x = 5, 6, 7 with se 0.01 each (w = 1e4): slope -0.005, line 0.09167, 0.08667, 0.08167,
+    # residuals -0.035/3, +0.07/3, -0.035/3 -> chi^2 = 1e4 x 0.0049/6 = 49/6 on k - 2 = 1 df:
+    # se = sqrt(1 / 2e4) x sqrt(49/6), t(1) = 12.706
+    t = fit([rung(1e5, 0.08, 0.01), rung(1e6, 0.11, 0.01), rung(1e7, 0.07, 0.01)], claimed="none")
+    assert t.slope == pytest.approx(-0.005)
+    assert t.high - t.slope == pytest.approx(12.7062 * math.sqrt(49 / 6 / 2e4), rel=1e-4)
+    assert t.reading == FLAT  # without the dispersion: [-0.0186, +0.0086] at t(6), also flat, but far narrower
+
+
 def test_one_seed_rungs_use_residual_degrees_of_freedom() -> None:
     # y = 0.1, 0.3, 0.2 at x = 5, 6, 7: slope 0.05, residuals -0.05, +0.1, -0.05 (SS 0.015), df 1,
     # se = sqrt(0.015 / 1 / 2); t(1) = 12.7062 -> half-width 1.1004: flat

@@ -6,7 +6,9 @@ Each rung is one verdict of the same judge (its effect, interval, n seeds, activ
 weighted least-squares fit of effect on log10(params), each rung weighted by 1 / se^2, its standard error taken back
 from its own interval (half-width / the t quantile of its n - 1 degrees of freedom; 1.96 for a bootstrap). The
 slope's interval uses Student's t with the rungs' pooled degrees of freedom, sum(n_i - 1), not the normal: each se
-rests on few seeds. Without a spread at every rung (one seed, or a min-max range), an unweighted fit with k - 2
+rests on few seeds; where the sizes scatter about the line more than their intervals allow (chi^2 per residual
+degree of freedom above 1), the se is scaled by that dispersion and t takes the k - 2 residual degrees of freedom.
+Without a spread at every rung (one seed, or a min-max range), an unweighted fit with k - 2
 degrees of freedom;
 two rungs or fewer: no interval.
 
@@ -112,6 +114,12 @@ def fit(rungs: Sequence[Rung], claimed: str, unit: str = "", claim_params: float
         ym = float(np.sum(w * y) / np.sum(w))
         slope = float(np.sum(w * (x - xm) * (y - ym)) / sxx)
         se = math.sqrt(1.0 / sxx)
+        # Sizes that scatter about the line more than their own intervals allow (chi^2 / (k - 2) > 1) say the
+        # seeds' spread understates the uncertainty: scale the se by it and take the t quantile of the k - 2
+        # residual degrees of freedom (multiplicative dispersion, as in meta-regression).
+        dispersion = float(np.sum(w * (y - ym - slope * (x - xm)) ** 2)) / max(len(ordered) - 2, 1)
+        if len(ordered) > 2 and dispersion > 1.0:
+            se, df = se * math.sqrt(dispersion), len(ordered) - 2
     else:  # no spread somewhere: ordinary least squares, residual degrees of freedom
         df = len(ordered) - 2
         xm, ym = float(x.mean()), float(y.mean())
