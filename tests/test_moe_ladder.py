@@ -49,3 +49,18 @@ def test_plateau_reads_the_last_two_quarters_by_hand():
     curve = [{"step": s, "valid_ppl_subset": math.exp(v)} for s, v in ((1, 3.0), (1000, 2.4), (1500, 2.2), (2000, 2.1))]
     out = plateau({"runs": [{"train": {"curve": curve}}]})
     assert out == pytest.approx({"end": 2.1, "tail_fall": 0.1, "fall_before": 0.2})
+
+
+def test_the_cost_and_plateau_commands_run_at_tiny_size(tmp_path, capsys):
+    """The commands the rung headers quote: ladder_cost (one step of one paper's smallest rung) and plateau."""
+    from replications.moe import ladder_cost
+    from replications.moe import plateau as plateau_cmd
+
+    out = tmp_path / "cost.json"
+    assert ladder_cost.main(["--steps", "1", "--papers", "ta_moe", "--rungs", "tinyshakespeare_2x64",
+                             "--out", str(out)]) == 0
+    import json
+
+    rows = json.loads(out.read_text())["arms"]
+    assert [r["model"] for r in rows] == ["ta_moe", "gshard"] and all(r["size"] == "2x64" for r in rows)
+    assert plateau_cmd.main([]) == 0 and "tinyshakespeare_2x64" in capsys.readouterr().out
