@@ -282,3 +282,32 @@ def test_paired_differences_and_agreement_by_hand():
     assert compare.agreement_status(1.2, 2.0, 1.0) == CONTRADICTED
     assert compare.agreement_status(-3.0, -1.5, 1.0) == CONTRADICTED
     assert compare.agreement({"n": 1, "ci95": [float("nan")] * 2}, 1.0) == NOT_RUN
+
+
+def test_an_interrupted_run_resumes_with_the_seeds_it_finished_and_another_setup_is_set_aside(fake, monkeypatch):
+    import fake_official_adapter as adapter
+
+    def prepare(dataset, data_dir, checkout):  # seed 3 fails: seeds 1 and 2 are finished when the run stops
+        (data_dir / "base.txt").write_text("10")
+        (data_dir / "fail").write_text("3")
+
+    monkeypatch.setattr(adapter, "prepare", prepare)
+    with pytest.raises(OfficialError, match="seed 3: the official command exited 3"):
+        go(fake)
+    partial = fake["outputs"] / PAPER / DATASET / "official.partial.json"
+    assert [r["seed"] for r in json.loads(partial.read_text())["runs"]] == [1, 2] and not official_json(fake).exists()
+    for seed in (1, 2):  # a kept seed is never run again: its log (the only trace of a run) is gone
+        (fake["outputs"] / PAPER / DATASET / f"seed{seed}.log").unlink()
+    monkeypatch.setattr(adapter, "prepare", lambda d, data_dir, c: (data_dir / "base.txt").write_text("10"))
+    record = json.loads(go(fake).read_text())
+    assert [(r["seed"], r["metrics"]["test_acc"]) for r in record["runs"]] == [(1, 62.0), (2, 64.0), (3, 66.0)]
+    assert record["resumed_seeds"] == [1, 2] and not partial.exists()
+    assert not (fake["outputs"] / PAPER / DATASET / "seed1.log").exists()
+    # A partial record of another setup (here: another command) is never merged: every seed runs again.
+    go(fake, seeds=[1])
+    assert json.loads(partial.read_text())["runs"][0]["seed"] == 1
+    block = yaml.safe_load(fake["paper_file"].read_text())
+    block["official"]["datasets"][DATASET]["command"] += " --extra"
+    fake["paper_file"].write_text(yaml.safe_dump(block))
+    record = json.loads(go(fake).read_text())
+    assert "resumed_seeds" not in record and (fake["outputs"] / PAPER / DATASET / "seed1.log").exists()

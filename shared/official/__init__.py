@@ -18,11 +18,15 @@ then:
    ``parse(stdout, out_dir, seed)`` turns what it printed into the suite's metric names and units;
 5. writes ``results/<paper>/<dataset>/official.json`` (atomic) only when every seed succeeded. A narrowed run
    (``seeds=`` a subset of the plan) writes its record beside the logs instead, never over the committed one.
+   Each finished seed is kept at once in ``official.partial.json`` beside the logs (``resume``): the same command
+   after an interruption runs only the seeds still missing, when commit, patches, command, adapter and packages
+   are unchanged.
 
 A non-zero exit, a timeout or a parse failure is one line naming the seed and its log (exit 2) and writes no
 record. shared.reference reads every official.json as the authors_code_run reference of its ``model``.
 
-Modules: ``spec`` (the paper.yaml block), ``runner`` (checkout, venv, runs, record; the command line),
+Modules: ``spec`` (the paper.yaml block), ``runner`` (checkout, venv, runs, record; the command line), ``resume``
+(the finished seeds of an interrupted run),
 ``compare`` (an official record against the suite's record of the same model, seed by seed). This package's
 top level holds only the errors an adapter raises, so that importing it costs nothing.
 

@@ -21,6 +21,7 @@ from typing import Any
 from shared.atomic import write_json_atomic
 from shared.data import DataError
 from shared.official import OfficialError, OfficialParseError
+from shared.official.resume import SeedLog, setup_key
 from shared.official.spec import DatasetPlan, OfficialSpec, load_spec, plan_for
 from shared.paths import PAPERS_DIR, REPO_ROOT, RESULTS
 from shared.records import OFFICIAL_NAME
@@ -230,9 +231,22 @@ def run(paper: str, dataset: str | None, seeds: list[int] | None = None, *, pape
     except DataError as exc:
         raise OfficialError(f"{paper}/{dataset}: the adapter cannot read the suite's data: {str(exc).splitlines()[0]}") from None
     logs = outputs / paper / dataset
+    packages = freeze(python)
+    # Seeds a same-setup run finished before an interruption are kept (shared/official/resume.py).
+    seed_log = SeedLog(logs, setup_key(spec.commit, patches, plan.command, adapter, packages))
+    kept = seed_log.kept(list(todo))
+    if seed_log.set_aside:
+        print(f"{paper}/{dataset}: a partial record of another setup (commit, patches, command, adapter or packages "
+              f"differ) is set aside: {portable_paths(str(seed_log.path))}", flush=True)
+    if kept:
+        print(f"{paper}/{dataset}: seeds {sorted(kept)} kept from the partial record; running "
+              f"{[s for s in todo if s not in kept] or 'none'}", flush=True)
 
     def one(seed: int) -> dict[str, Any]:
+        if seed in kept:
+            return kept[seed]
         done = run_seed(spec, dataset, plan, seed, python, code, data_dir, logs, adapter)
+        seed_log.add(done, time.perf_counter() - started)
         print(f"{paper}/{dataset} seed {seed}: {done['metrics']} ({done['wall_seconds']} s)", flush=True)
         return done
 
@@ -256,12 +270,17 @@ def run(paper: str, dataset: str | None, seeds: list[int] | None = None, *, pape
                                               *([f"jobs={jobs}"] if jobs > 1 else [])]))
     record = {"paper": paper, "dataset": dataset, "model": spec.model, "kind": "authors_code_run",
               "repository": spec.repository, "commit": spec.commit, "patches": patches, "command": plan.command,
-              "seeds": list(todo), "jobs": max(1, jobs), "interpreter": interpreter, "packages": freeze(python), "runs": runs,
+              "seeds": list(todo), "jobs": max(1, jobs), "interpreter": interpreter, "packages": packages, "runs": runs,
               "aggregate": aggregate([r["metrics"] for r in runs]), "environment": env,
-              "wall_seconds": round(time.perf_counter() - started, 2), "complete": True}
+              # over every invocation that ran a seed of this record (a resumed run adds the earlier ones' time)
+              "wall_seconds": round(seed_log.elapsed + time.perf_counter() - started, 2), "complete": True}
+    if kept:
+        record["resumed_seeds"] = sorted(kept)
     narrowed = tuple(todo) != plan.seeds  # a subset of the plan never replaces the committed record
     target = (logs if narrowed else results / paper / dataset) / OFFICIAL_NAME
     write_json_atomic(target, record)
+    if not narrowed:
+        seed_log.remove()  # every seed is in the record now; a narrowed run's seeds stay for the full one
     return target
 
 
