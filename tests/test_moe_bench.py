@@ -1,6 +1,12 @@
 """The MoE layer benchmark's statistics: paired ratios, their bootstrap interval and the verdict rule."""
 
+import json
+import os
+import subprocess
+import sys
+
 import pytest
+import torch
 
 from replications.moe.bench import TARGET, bootstrap_median, markdown, matmul_pair, pairs_per_case, plot, verdict
 
@@ -38,3 +44,58 @@ def test_bad_pair_count_is_refused_clearly(monkeypatch):
         monkeypatch.setenv("BENCH_REPS", bad)
         with pytest.raises(SystemExit, match="whole number of MoE/dense pairs"):
             pairs_per_case()
+
+
+def test_peer_check_catches_a_peer_that_computes_something_else():
+    """The agreement guard the peer grid relies on: equal on copied weights, refused once one weight differs."""
+    from replications.moe.peers import agreement, build, suite_layer
+
+    layer = suite_layer(16, 32, 4, 2)
+    x = torch.randn(40, 16)
+    peer = build("hf_grouped", layer, 2, 40)
+    assert agreement(layer, peer, x, 2)["agrees"]
+    with torch.no_grad():
+        peer.params[-1][0, 0, 0] += 0.5  # one expert weight of the peer's down projection
+    check = agreement(layer, peer, x, 2)
+    assert not check["agrees"] and check["output_rel_err"] > 1e-4
+
+
+def test_peer_table_marks_where_the_suite_is_behind():
+    from replications.moe.bench_peers import behind, markdown
+
+    row = {"tokens": 512, "experts": 8, "k": 1, "expert_hidden": 1024, "suite_seconds": 0.01, "pairs": 3}
+    rows = [{**row, "peer": "hf_switch", "ratio": 1.21, "ratio_ci95": [1.10, 1.49]},
+            {**row, "peer": "hf_grouped", "ratio": 0.80, "ratio_ci95": [0.7, 0.9]},
+            {**row, "peer": "hf_eager", "ratio": 0.50, "ratio_ci95": [0.4, 0.6]},
+            {**row, "peer": "deepspeed", "skipped": "import deepspeed failed: ModuleNotFoundError"},
+            {**row, "peer": "dense", "ratio": 1.05, "ratio_ci95": [1.0, 1.1]},
+            {**row, "peer": "ceiling", "ratio": 1.30, "ratio_ci95": [1.2, 1.4]}]
+    assert [behind(r) for r in rows] == [True, False, False, False, False, False]
+    assert behind({**rows[4], "ratio": 1.11})  # the dense FFN's target is 1.10, not 1
+    text = markdown({"grid": {"reps": 3, "d": 256, "h": 1024}, "threads": 1, "wall_seconds": 1.0,
+                     "load_average_after": [0, 0, 0], "rows": rows})
+    assert "| 512 | 8 | 1 | 10.0 | **1.21 [1.10, 1.49]** | 0.80 [0.70, 0.90] | 0.50 [0.40, 0.60] | n/a |" in text
+    assert "ModuleNotFoundError" in text and "behind: 1 of 4 comparisons" in text
+
+
+def test_peer_grid_at_toy_size_checks_each_peer_and_writes_a_row_per_cell_and_peer(tmp_path):
+    """The whole benchmark entry point on the toy grid, in its own process (DeepSpeed starts a process group)."""
+    from replications.moe.bench_peers import COLUMNS, PEERS, QUICK
+
+    subprocess.run([sys.executable, "-m", "replications.moe.bench", "--out", str(tmp_path), "--only", "peers", "--quick"],
+                   check=True, timeout=600, env={**os.environ, "BENCH_THREADS": "1"})
+    pg = json.loads((tmp_path / "benchmark.json").read_text())["peer_grid"]
+    rows = {(r["tokens"], r["experts"], r["k"], r["peer"]): r for r in pg["rows"]}
+    assert set(rows) == {(T, E, k, p) for T in QUICK.tokens for E in QUICK.experts for k in QUICK.ks for p in COLUMNS}
+    for (_, _, k, p), r in rows.items():
+        if p == "hf_switch" and k == 2:
+            assert "top-1 only" in r["skipped"]
+        elif p == "deepspeed" and "skipped" in r:  # not installed (CI installs .[dev] only): the row says why
+            assert "deepspeed" in r["skipped"]
+        else:
+            assert r["pairs"] == QUICK.reps and r["ratio_ci95"][0] <= r["ratio"] <= r["ratio_ci95"][1]
+            if p in PEERS:
+                assert r["check"]["agrees"] and r["check"]["output_rel_err"] < 1e-4
+    assert sum("check" in r for r in rows.values()) >= 6  # the HF peers at least were built and checked
+    assert "| 48 | 8 | 2 |" in (tmp_path / "BENCHMARK.md").read_text()
+    assert (tmp_path / "benchmark_peers.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -17,6 +17,12 @@ outputs/results/moe; `make bench-moe` passes the committed results/moe); the fig
 with its interval, its ceiling and the target. Threads:
 $BENCH_THREADS (default 1). If <out>/benchmark_before.json exists (an earlier commit's
 benchmark.json, optionally with a `note` on what it was), the table shows its ratio beside this run's.
+
+Second section, the peer grid (replications/moe/bench_peers.py): the layer against HF Switch, HF's Mixtral block
+(grouped_mm and eager experts), DeepSpeed-MoE, a dense FFN of equal active FLOPs and the grouped-matmul ceiling
+over tokens x experts x top-k, written under the key `peer_grid`, as a second table in BENCHMARK.md and as
+benchmark_peers.png. `--only gates|peers` runs one section and keeps the other from <out>/benchmark.json;
+`--quick` runs the grid at toy size. Full run at 1 thread on the 2-core Xeon: gates ~2.5 min, grid ~20 min.
 """
 
 from __future__ import annotations
@@ -34,7 +40,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from replications.moe import MoELayer, make_gate
+from replications.moe import MoELayer, bench_peers, make_gate
 from shared.atomic import save_figure_atomic, write_json_atomic, write_text_atomic
 from shared.paths import HAND_RUNS
 from shared.runinfo import environment
@@ -139,9 +145,48 @@ def summarise(c: dict) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=HAND_RUNS / "moe", help="folder for benchmark.*")
-    out = parser.parse_args(argv).out
+    parser.add_argument("--only", choices=("gates", "peers"), help="run one section; the other is kept from "
+                        "<out>/benchmark.json")
+    parser.add_argument("--quick", action="store_true", help="the peer grid at toy size (48 tokens, d 32, 2 repetitions)")
+    args = parser.parse_args(argv)
+    out = args.out
     reps = pairs_per_case()  # before any work: a bad value fails at once
+    grid = bench_peers.QUICK if args.quick else bench_peers.Grid(reps=bench_peers.reps_from_env(bench_peers.REPS))
     torch.set_num_threads(int(os.environ.get("BENCH_THREADS", "1")))
+    previous = out / "benchmark.json"
+    record = json.loads(previous.read_text()) if args.only and previous.exists() else {}
+    if args.only != "peers":
+        record.update(gate_section(reps))
+    if args.only != "gates":
+        record["peer_grid"] = {**bench_peers.run(grid), "environment": environment(), "versions": peer_versions()}
+    before = out / "benchmark_before.json"
+    baseline = json.loads(before.read_text()) if before.exists() else None
+    write_json_atomic(out / "benchmark.json", record)
+    write_text_atomic(out / "BENCHMARK.md", markdown(record, baseline))
+    if "rows" in record:
+        plot(record, baseline, out / "benchmark.png")
+    if "peer_grid" in record:
+        pg = record["peer_grid"]
+        bench_peers.plot(pg, out / "benchmark_peers.png", f"MoE layer vs peers, forward+backward, {pg['threads']} CPU "
+                         f"thread, commit {pg['environment']['git_commit'][:7]}")
+    print(f"wrote {out / 'BENCHMARK.md'}")
+    return 0
+
+
+def peer_versions() -> dict[str, str | None]:
+    import importlib.metadata as md
+
+    found = {}
+    for name in ("transformers", "deepspeed"):
+        try:
+            found[name] = md.version(name)
+        except md.PackageNotFoundError:
+            found[name] = None
+    return found
+
+
+def gate_section(reps: int) -> dict:
+    """Each gate's MoE layer against a dense FFN at 2048 tokens: the record's gate keys."""
     torch.manual_seed(0)
     x = torch.randn(TOKENS, D, requires_grad=True)  # as inside a network: the input gradient is needed
     ids = torch.randint(0, 33278, (TOKENS,))
@@ -162,15 +207,8 @@ def main(argv: list[str] | None = None) -> int:
     for r in rows:
         print(f"{r['gate']:>7} E={r['experts']:<3} FLOP-rate ratio {r['flop_rate_ratio']:.2f} "
               f"[{r['ratio_ci95'][0]:.2f}, {r['ratio_ci95'][1]:.2f}]  matmul ceiling {r['matmul_ceiling']:.2f}", flush=True)
-    record = {"threads": torch.get_num_threads(), "reps": reps, "load_average_after": os.getloadavg(),
-              "wall_seconds": time.time() - t_start, "environment": environment(), "rows": rows}
-    before = out / "benchmark_before.json"
-    baseline = json.loads(before.read_text()) if before.exists() else None
-    write_json_atomic(out / "benchmark.json", record)
-    write_text_atomic(out / "BENCHMARK.md", markdown(record, baseline))
-    plot(record, baseline, out / "benchmark.png")
-    print(f"wrote {out / 'BENCHMARK.md'}")
-    return 0
+    return {"threads": torch.get_num_threads(), "reps": reps, "load_average_after": os.getloadavg(),
+            "wall_seconds": time.time() - t_start, "environment": environment(), "rows": rows}
 
 
 def plot(record: dict, baseline: dict | None, target: Path) -> None:
@@ -215,6 +253,12 @@ def verdict(r: dict) -> str:
 
 
 def markdown(record: dict, baseline: dict | None = None) -> str:
+    """BENCHMARK.md: the gate table (record["rows"]) and the peer grid (record["peer_grid"]), those present."""
+    text = gate_markdown(record, baseline) if "rows" in record else "# MoE layer benchmarks on CPU\n"
+    return text + (bench_peers.markdown(record["peer_grid"]) if "peer_grid" in record else "")
+
+
+def gate_markdown(record: dict, baseline: dict | None = None) -> str:
     env = record["environment"]
     before = {(r["gate"], r["experts"]): r for r in (baseline or {}).get("rows", [])}
     lines = [
