@@ -52,9 +52,11 @@ CLI_OVERRIDES = $(strip $(foreach v,$(filter-out dataset model,$(sort $(.VARIABL
 
 # One explicit rule per paper (make never applies pattern rules to .PHONY targets). Ctrl-C: the run prints one line
 # (exit 130) and the recipe ends quietly, so make stops on the interrupt without adding its own "*** Error 130".
+# LAUNCHER=slurm (slurm_gpu, local) submits the protocol's seeds as job arrays instead (replications/cluster.py).
 define REPLICATE_RULE
 replicate-$(1): venv
-	@trap 'interrupted=1' INT; $$(PY) -m replications.replicate $(1) $$(NARROW) $$(CLI_OVERRIDES) $$(ARGS) \
+	@trap 'interrupted=1' INT; $$(PY) -m replications.replicate $(1) $$(NARROW) $$(if $$(LAUNCHER),launcher=$$(LAUNCHER)) \
+	$$(CLI_OVERRIDES) $$(ARGS) \
 	|| { status=$$$$?; test -n "$$$$interrupted" || exit $$$$status; }
 endef
 $(foreach p,$(PAPERS),$(eval $(call REPLICATE_RULE,$(p))))

@@ -6,6 +6,8 @@ protocol's seeds, writing results/<paper>/<dataset>/<model>.json; then regenerat
 Any other override (``scale=smoke``, ``seed=1``, ``model.lr=...``) changes the committed config, so that
 run writes under outputs/results/<its overrides>/ (as ``python -m replications`` with the same overrides;
 scale=smoke: outputs/smoke-results/), or its results_dir, and leaves results/ as committed.
+``launcher=slurm`` (``slurm_gpu``, ``local``; make's LAUNCHER=) plans and checks the same configs, then submits their
+seeds as job arrays instead and prints the merge command (replications.cluster).
 The console script ``replicate`` (pyproject.toml) is this module.
 """
 
@@ -22,6 +24,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 import replications
+from replications import cluster
 from replications import report as report_all
 from shared import report
 from shared.cli_errors import INTERRUPTED, composition_error, interrupted, out_of_memory, paper_conf, seed_span
@@ -98,6 +101,8 @@ results/<paper>/<dataset>/<model>.json, rebuilds the pages and ends with each ru
   tracker=none device=cuda  how it runs (tracker=none: no W&B run); still the protocol
   scale=smoke               a pipeline check in seconds: writes outputs/smoke-results/, never results/
   seed=1  model.lr=0.01     any other key=value changes the config: a hand run under outputs/results/<overrides>/
+  launcher=slurm            (make: LAUNCHER=slurm) submit the seeds as SLURM job arrays instead (slurm_gpu; local:
+                            submitit's local executor); hydra.launcher.partition=p ...; prints the merge command
   --cfg job                 print each config that would run, then stop
 Interrupted (Ctrl-C), the same command resumes from the seeds already finished.
 e.g. make replicate-pshgcn dataset=imdb model=pshgcn tracker=none
@@ -155,6 +160,11 @@ def replicate(paper: str, overrides: list[str], show_cfg: bool = False) -> int:
     except KeyError as exc:
         print(f"error: {exc.args[0]}", file=sys.stderr)
         return 2
+    try:
+        launcher, overrides, launch_overrides = cluster.split_launcher(overrides)
+    except ConfigError as exc:
+        print(f"error: {one_line(exc)}", file=sys.stderr)
+        return 2
     changes = config_changes(overrides)
     try:
         configs = plan_configs(paper, overrides)
@@ -167,6 +177,9 @@ def replicate(paper: str, overrides: list[str], show_cfg: bool = False) -> int:
             for root in roots:
                 ensure_writable(Path(root))  # an unwritable folder fails now, not after the first model trains
         check_data_folders()  # a missing mirror or an unwritable cache too
+        if launcher:  # the same configs, one job per seed; results/ is written only by the merge
+            cluster.submit(paper, configs, launcher, launch_overrides, Path(min(roots)), measured=not changes)
+            return 0
     except (HydraException, OmegaConfBaseException) as exc:  # Hydra's own report would be 7-39 lines
         print(f"error: {composition_error(exc, overrides)}", file=sys.stderr)
         return 2

@@ -2,7 +2,8 @@
 
 On a shared machine the seeds of a protocol can run as separate processes
 (``python -m replications paper=P dataset=D model=M seed=S paths.results_dir=DIR/S``, or a seed list with
-``paper.protocol.seeds=[4,5]``). Every seed re-seeds everything (shared.seeding), so each seed's numbers
+``paper.protocol.seeds=[4,5]``), or as a SLURM job array (``make replicate-<paper> LAUNCHER=slurm``, which prints
+the ``--roots`` command: replications/cluster.py). Every seed re-seeds everything (shared.seeding), so each seed's numbers
 equal those of a sequential run on the same machine and thread count; this concatenates their runs and
 recomputes aggregate and comparison as the runner does.
 
@@ -20,6 +21,9 @@ them by (paper, dataset, model), merges each group against its protocol's planne
 config) and writes ``OUT_ROOT/<paper>/<dataset>/<model>.json``. A job file it cannot use (unreadable, an interrupted
 job's ``.partial.json``) is named on stderr and its seeds count as missing.
 
+The records merged into one must share their config (all but which seed a job ran and where it wrote) and their
+code (their commits' fingerprint, and each seed's recorded one, uncommitted edits included; else ``--allow-mixed-code``
+marks the record), or the merge stops in one line (exit 2); a scale=smoke merge never goes into the committed results/.
 Nothing is lost: a merge never replaces a finished record with one that lacks some of its seeds, is incomplete
 where it was complete, or ran another scale or config (one line naming both, exit 2); ``--force`` replaces it
 deliberately and the new record's ``replaced`` says what it replaced. The paper file must be the records' paper's.
@@ -37,6 +41,7 @@ from typing import Any
 from shared.atomic import write_json_atomic
 from shared.codeprint import code_fingerprint
 from shared.paths import PAPERS_DIR
+from shared.paths import RESULTS as COMMITTED
 from shared.records import finished, is_official, read_json
 from shared.reference import compare, load_paper
 from shared.runinfo import portable_paths
@@ -98,6 +103,17 @@ def check_same_code(records: list[dict[str, Any]], paper: str, allow_mixed: bool
     out: dict[str, Any] = {"git_commits": commits, "code_fingerprint": next(iter(prints.values()), None) if same else None}
     if not same:
         out["mixed_code"] = {c[:10]: fp for c, fp in prints.items()}
+        return out
+    # One commit, but each seed also records the code it ran, uncommitted edits included (shared.runner)
+    ran: dict[str, list[int]] = {}
+    for run in (run for r in records for run in r["runs"] if run.get("code_fingerprint")):
+        ran.setdefault(run["code_fingerprint"][:10], []).append(run["seed"])
+    if len(ran) > 1 and not allow_mixed:
+        raise MixedCodeError(f"seeds ran different code at one commit (uncommitted edits; code fingerprint: seeds) {ran}. "
+                             "Re-run those seeds with one version of the code, or pass --allow-mixed-code to merge anyway "
+                             "(the record is then marked).")
+    if len(ran) > 1:
+        out |= {"code_fingerprint": None, "mixed_code": ran}
     return out
 
 
@@ -123,6 +139,12 @@ def merge_records(records: list[dict[str, Any]], paper_file: Path, sources: list
         if not r.get("complete"):
             raise ValueError(f"incomplete record for {r['dataset']}/{r['model']}: finish it before merging")
     reference = _without_seed_choice(first["config"])
+    for r in full[1:]:  # seeds of one record: only which seed and where it wrote may differ
+        changed = _differences(reference, _without_seed_choice(r["config"]))
+        if changed:
+            raise ValueError(f"seeds {[x['seed'] for x in first['runs']]} and {[x['seed'] for x in r['runs']]} ran "
+                             f"different configs ({', '.join(changed[:4])}{', ...' if len(changed) > 4 else ''}): not the "
+                             "same experiment; merge each config's seeds on its own")
     for r in records:
         if is_partial(r) and _without_seed_choice(r["config"]) != reference:
             raise ValueError("a partial file was made with a different config than the records: not the same experiment")
@@ -376,10 +398,18 @@ def main_roots(argv: list[str]) -> int:
     if not merged:
         print(f"error: no complete result record under {', '.join(map(str, args.roots))}", file=sys.stderr)
         return 2
+    smoke = [key for key, record in merged.items() if record.get("scale") == "smoke"]
+    if smoke and args.out_root.resolve() == COMMITTED.resolve():
+        print(f"error: {'/'.join(smoke[0])} ran at scale=smoke, a pipeline check: its merge never goes into the committed "
+              f"{COMMITTED.name}/; give another folder, e.g. outputs/smoke-results", file=sys.stderr)
+        return 2
     for key, record in merged.items():
         write_json_atomic(targets[key], record)
         print(f"wrote {targets[key]} (seeds {[r['seed'] for r in record['runs']]}, missing {record['missing_seeds']})"
               + (f", replacing {record['replaced']['was']}" if "replaced" in record else ""))
+        if record["missing_seeds"]:
+            print(f"note: {'/'.join(key)} lacks seeds {record['missing_seeds']}: written as incomplete (complete: false, "
+                  "its page says so); run those seeds (their jobs again) and merge again")
     return 0
 
 

@@ -178,3 +178,12 @@ def test_mixed_code_is_refused_unless_allowed(tmp_path, capsys):
     assert merge.main(["--roots", str(tmp_path / "out"), "--allow-mixed-code", *roots]) == 0
     out = json.loads((tmp_path / "out" / "pshgcn" / "imdb" / "rgcn.json").read_text())
     assert out["code_fingerprint"] is None and sorted(out["mixed_code"]) == ["eeeeeeeeee", "ffffffffff"]
+
+
+def test_a_smoke_merge_never_goes_into_the_committed_results(tmp_path, capsys, monkeypatch):
+    committed = tmp_path / "results"
+    monkeypatch.setattr(merge, "COMMITTED", committed)  # the repository's results/, here a temporary one
+    roots = _jobs(tmp_path, _record([1]), _record([2]))
+    err = _refused(capsys, ["--roots", str(committed), *roots])
+    assert "scale=smoke" in err and "outputs/smoke-results" in err and not committed.exists()
+    assert merge.main(["--roots", str(tmp_path / "smoke"), *roots]) == 0

@@ -73,3 +73,28 @@ def test_merge_refuses_a_partial_file_of_another_experiment(tmp_path):
         merge_records([_partial([1], {"seed": None, "lr": 0.2}), shard], paper)
     with pytest.raises(ValueError, match="at least one finished"):
         merge_records([_partial([1], {"seed": None, "lr": 0.1})], paper)
+
+
+def test_merge_refuses_seeds_of_another_config(tmp_path):
+    """Only which seed a job ran and where it wrote may differ between the records of one merge (issue 41)."""
+    paper = _paper(tmp_path)
+    one = _record(1, 50.0) | {"config": {"seed": 1, "lr": 0.1, "paths": {"results_dir": "jobs/1"}}}
+    two = _record(2, 52.0) | {"config": {"seed": 2, "lr": 0.1, "paths": {"results_dir": "jobs/2"}}}
+    assert [r["seed"] for r in merge_records([one, two], paper)["runs"]] == [1, 2]
+    with pytest.raises(ValueError, match=r"seeds \[1\] and \[2\] ran different configs \(lr\)"):
+        merge_records([one, two | {"config": {**two["config"], "lr": 0.2}}], paper)
+
+
+def test_merge_refuses_seeds_of_other_uncommitted_code(tmp_path):
+    """One commit, but the seeds record different code fingerprints (uncommitted edits): mixed unless allowed."""
+    from shared.merge import MixedCodeError
+
+    paper = _paper(tmp_path)
+    one, two = _record(1, 50.0), _record(2, 52.0)
+    one["runs"][0]["code_fingerprint"], two["runs"][0]["code_fingerprint"] = "a" * 40, "b" * 40
+    with pytest.raises(MixedCodeError, match="uncommitted edits"):
+        merge_records([one, two], paper)
+    marked = merge_records([one, two], paper, allow_mixed_code=True)
+    assert marked["code_fingerprint"] is None and marked["mixed_code"] == {"aaaaaaaaaa": [1], "bbbbbbbbbb": [2]}
+    two["runs"][0]["code_fingerprint"] = "a" * 40
+    assert "mixed_code" not in merge_records([one, two], paper)

@@ -1,18 +1,24 @@
 """The SLURM preset on a real one-node SLURM cluster (issue 41; tests/slurm_cluster.py starts it): a two-seed smoke
 --multirun through ``hydra/launcher=slurm`` runs as one job array, each job writes its record with the paper's smoke
-config inside, and ``shared.merge --roots`` merges the two into one record with both seeds, as the README tells a user.
+config inside, and ``shared.merge --roots`` merges the two into one record with both seeds; and the protocol's path,
+``replicate <paper> launcher=slurm`` (make's LAUNCHER=slurm), submits its seeds as an array whose merge, by the command
+it prints, equals the single-process run of the same command.
 
 Skips without slurm-wlm and munge (.ci/run installs them). Cost: the cluster starts in ~1 s; the multirun, two jobs of
 GAGA's MLP on Tolokers under scale=smoke at once on the 2-CPU node, took ~28 s on a 2-core machine with one core busy
-(mostly the launching process and each job importing torch, and submitit's polling), hence slow.
+(mostly the launching process and each job importing torch, and submitit's polling), hence slow. The array test: ~14 s
+to submit, ~52 s for its two tasks (the single-process run beside them), ~15 s to merge, 83 s in all, measured with the
+machine at load 7-8 on 2 cores (helpers' tests beside a long job), when the multirun took 50 s and the file 122 s.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import shlex
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -78,3 +84,43 @@ def test_a_smoke_multirun_runs_on_slurm_and_merges(slurm_cluster: SlurmCluster, 
     assert [run["seed"] for run in one["runs"]] == list(SEEDS)
     assert [run["metrics"] for run in one["runs"]] == [r["runs"][0]["metrics"] for r in records]
     assert one["scale"] == "smoke" and one["config"]["seed"] is None  # the protocol's record, no one job's seed
+
+
+def without_paths(config: dict) -> dict:
+    return {k: v for k, v in config.items() if k not in ("paths", "seed")}  # where each wrote, which seed a job ran
+
+
+@needs_tolokers
+@pytest.mark.slow
+def test_the_protocol_submitted_as_an_array_merges_into_the_single_process_record(slurm_cluster: SlurmCluster, tmp_path):
+    run_dir, single = tmp_path / "run", tmp_path / "single"
+    env = {**slurm_cluster.env, "PYTHONPATH": str(ROOT), "WANDB_MODE": "disabled", "OMP_NUM_THREADS": "1",
+           "REPLICATIONS_MIRROR": str(MIRROR), "REPLICATIONS_CACHE": str(tmp_path / "cache")}
+    plan = ["gaga", "dataset=tolokers", "model=mlp", "scale=smoke", f"scale.seeds=[{','.join(map(str, SEEDS))}]",
+            "tracker=none"]
+    launch = [f"hydra.sweep.dir={run_dir}", f"hydra.launcher.partition={slurm_cluster.partition}", *TINY]
+    submitted = subprocess.run([sys.executable, "-m", "replications.replicate", *plan, "launcher=slurm", *launch],
+                               cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert submitted.returncode == 0, submitted.stdout + submitted.stderr
+    # The single process runs the same command meanwhile (the 2-CPU node and this machine share the cores anyway)
+    alone = subprocess.Popen([sys.executable, "-m", "replications.replicate", *plan, f"paths.results_dir={single}"],
+                             cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    array = re.search(r"squeue -j (\d+)\)", submitted.stdout)
+    assert array, submitted.stdout
+    deadline = time.monotonic() + 180
+    while slurm_cluster.run("squeue", "-h", "-j", array.group(1)).stdout.strip() and time.monotonic() < deadline:
+        time.sleep(1)
+    out = alone.communicate(timeout=180)[0]
+    assert alone.returncode == 0, out[-3000:]
+    merge = submitted.stdout.strip().splitlines()[-1]  # the one merge command, as printed
+    assert merge.startswith("python -m shared.merge --roots outputs/smoke-results "), submitted.stdout
+    merged = subprocess.run(["bash", "-c", f"{shlex.quote(sys.executable)} {merge.removeprefix('python ')}"],
+                            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    logs = "\n".join(p.read_text()[-1500:] for p in sorted((run_dir / ".submitit").rglob("*_log.*")))
+    assert merged.returncode == 0, merged.stdout + merged.stderr + logs + slurm_cluster.logs()
+
+    one = json.loads((tmp_path / "outputs" / "smoke-results" / "gaga" / "tolokers" / "mlp.json").read_text())
+    ref = json.loads((single / "gaga" / "tolokers" / "mlp.json").read_text())
+    assert [r["seed"] for r in one["runs"]] == list(SEEDS) and one["complete"] and one["missing_seeds"] == []
+    assert [r["metrics"] for r in one["runs"]] == [r["metrics"] for r in ref["runs"]]
+    assert one["aggregate"] == ref["aggregate"] and without_paths(one["config"]) == without_paths(ref["config"])
