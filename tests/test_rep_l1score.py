@@ -8,7 +8,7 @@ import torch
 from omegaconf import OmegaConf
 
 from replications.rep import l1score
-from replications.rep.bench_l1 import agreement
+from replications.rep.bench_l1 import agreement, kernel_vs_bound
 from replications.rep.evaluate import ranks
 from replications.rep.l1score import l1_distances
 from replications.rep.models import KGE
@@ -16,7 +16,7 @@ from replications.rep.train import fit
 
 needs_kernel = pytest.mark.skipif(l1score.kernel() is None, reason=f"no fused L1 kernel here: {l1score.backend()}")
 
-# (B, N, d): single rows, blocks of 4 with remainders, a tile boundary (128 candidates), d below / across one vector
+# (B, N, d): single rows, blocks of 4 with remainders, tile boundaries (64 candidates), d below / across one vector
 SHAPES = [(1, 1, 1), (3, 5, 7), (4, 4, 16), (5, 130, 33), (9, 257, 1000), (64, 129, 17)]
 
 
@@ -67,12 +67,72 @@ def test_identical_candidates_tie_exactly_wherever_they_sit() -> None:
     g = torch.Generator().manual_seed(0)
     q = torch.randn(7, 1003, generator=g)  # 1003: a scalar tail after the vector loop
     e = torch.randn(300, 1003, generator=g)
-    for pos in (1, 5, 127, 128, 131, 298, 299):  # inside 4-blocks, at tile edges, in the remainder columns
+    spots = (1, 5, 63, 64, 127, 128, 131, 298, 299)  # inside 4-blocks, at tile edges, in the remainder columns
+    for pos in spots:
         e[pos] = e[0]
     out = l1_distances(q, e)
-    for pos in (1, 5, 127, 128, 131, 298, 299):
+    for pos in spots:
         assert torch.equal(out[:, pos], out[:, 0])
     assert torch.equal(l1_distances(e[:5], e)[torch.arange(5), torch.arange(5)], torch.zeros(5))
+
+
+@needs_kernel
+@pytest.mark.parametrize("d", [1, 2, 7, 8, 9, 15, 16, 17, 24, 31, 32, 33, 47])
+def test_every_tail_length_gives_exact_ties_and_right_values(d) -> None:
+    """The last d % lanes coordinates are one masked vector step (the vector ending at d, or the row right-aligned
+    in zeros when d is below one vector): values stay right and ties stay exact for every remainder, in 4 x 4 blocks
+    and on the edges (a short last row block, columns left in a tile), lanes 8 (AVX2) or 16 (AVX-512)."""
+    g = torch.Generator().manual_seed(d)
+    q = torch.randn(6, d, generator=g)  # rows 0-3 one 4-block, rows 4-5 the short edge
+    e = torch.randn(70, d, generator=g)  # columns 0-63 one tile, 64-67 a block of the next, 68-69 its edge
+    q[5] = q[0]
+    spots = (2, 63, 64, 66, 69)
+    for pos in spots:
+        e[pos] = e[0]
+    out = l1_distances(q, e)
+    assert torch.allclose(out.double(), naive(q.double(), e.double()), rtol=1e-6, atol=1e-5)
+    assert torch.equal(out[5], out[0])  # the same query in a block and on the edge
+    for pos in spots:
+        assert torch.equal(out[:, pos], out[:, 0])
+    assert torch.equal(l1_distances(e[:5], e)[torch.arange(5), torch.arange(5)], torch.zeros(5))
+
+
+@needs_kernel
+def test_the_bound_does_all_the_differences_it_is_credited_with() -> None:
+    """bench_l1 divides the bound's time by 8 x n x reps differences: it must compute them all (a compiler that
+    dropped repeated passes would inflate the bound). On a grid of halves every sum is exact, so the answer is exact."""
+    lib = l1score.kernel()
+    lanes = lib.l1_lanes()
+    assert lanes in (8, 16)
+    g = torch.Generator().manual_seed(4)
+    n, reps = 64 * lanes, 5
+    a = torch.randint(-8, 9, (n,), generator=g).float() / 2
+    b = torch.randint(-8, 9, (8, lanes), generator=g).float() / 2
+    out = torch.full((8,), 1.0)  # added to, not overwritten
+    lib.l1_bound(l1score._ptr(a), n, l1score._ptr(b), reps, l1score._ptr(out))
+    want = (a.view(-1, lanes)[:, None, :] - b[None]).abs().sum((0, 2)) * reps + 1
+    assert torch.equal(out, want)
+
+
+@needs_kernel
+def test_kernel_vs_bound_record_is_consistent() -> None:
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        got = kernel_vs_bound(shape=(8, 100, 40), rounds=3)
+        assert torch.get_num_threads() == 2  # restored: one thread only while timing
+    finally:
+        torch.set_num_threads(before)
+    assert got["rounds"] == 3 and got["shape"] == {"queries": 8, "candidates": 100, "dim": 40}
+    assert got["kernel_rate"] > 0 and got["bound_rate"] > 0
+    low, high = got["kernel_over_bound_range"]
+    assert low <= got["kernel_over_bound"] <= high
+    assert got["meets_target"] == (got["kernel_over_bound"] >= got["target"])
+    assert got["vector_lanes"] == l1score.kernel().l1_lanes() and "-ffp-contract=off" in got["compiler_flags"]
+
+
+def test_kernel_vs_bound_says_why_it_was_skipped(no_kernel) -> None:
+    assert kernel_vs_bound(shape=(4, 4, 4), rounds=1) == {"skipped": "no kernel here: cdist (test: kernel disabled)"}
 
 
 @needs_kernel
