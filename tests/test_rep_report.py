@@ -72,16 +72,31 @@ def test_page_shows_the_l1_benchmark_instead_of_the_pre_kernel_transe_time(tmp_p
     l1 = json.loads((folder / "bench_l1.json").read_text())
     page = render_page("rep", report.build(PaperResults("rep", folder, {("fb15k_237", "transe"): TOY})))
     suite, pykeen, ratio = l1["suite"]["wall_seconds"], l1["pykeen"]["wall_seconds"], l1["ratio_pykeen_over_suite_wall"]
-    assert (suite, pykeen, ratio) == (24.56, 2227.68, 90.7)
+    assert suite < 30 and pykeen / suite > 10  # the file's figures (re-measured by bench_l1; read, not pinned)
     row = f"| {suite} | {l1['suite']['cpu_seconds']} | 20,466 of 20,466 | measured, once |"
     assert row in page and f"| {pykeen} | {l1['pykeen']['cpu_seconds']} | 1,024 of 20,466 | extrapolated: 1024 of 20466" in page
     assert f"PyKEEN / suite: {ratio}x wall" in page and "2,048 compared" in page and "0 differ" in page
-    assert "identical: yes" in page and "run alone (shared.exclusive lock), load average 1.04, 2.37, 3.37" in page
+    load = ", ".join(f"{x:.2f}" for x in l1["load_average_1_5_15min"])
+    assert "identical: yes" in page and f"run alone (shared.exclusive lock), load average {load}" in page
     assert f"commit {l1['git_commit'][:7]}" in page and "950.57" not in page and "| transe | l1 |" not in page
-    assert "TransE (pre-kernel) left out: superseded by bench_l1.json (L1 kernel, commit ed72ef0)" in page
+    assert f"TransE (pre-kernel) left out: superseded by bench_l1.json (L1 kernel, commit {l1['git_commit'][:7]})" in page
     readme = " ".join((Path(report.__file__).parent / "README.md").read_text().split())
     assert f"{suite} s against PyKEEN's {pykeen} s" in readme and f"{ratio}x" in readme and "88x" not in readme
     # without bench_l1.json, bench_eval.json's TransE row is all there is, and is shown
     (tmp_path / "bench_eval.json").write_text((folder / "bench_eval.json").read_text())
     alone = render_page("rep", report.build(PaperResults("rep", tmp_path, {("fb15k_237", "transe"): TOY})))
     assert "| transe | l1 | 1000 | 950.57 |" in alone and "left out" not in alone and "PyKEEN" not in alone
+
+
+def test_the_kernel_against_its_measured_bound_is_one_line_with_its_verdict() -> None:
+    """bench_l1's kernel_vs_bound (issue 42: the kernel at >= 0.8 of the bound measured on the same machine)."""
+    k = {"kernel_rate": 24.1, "bound_rate": 28.3, "kernel_over_bound": 0.851, "kernel_over_bound_range": [0.8, 0.89],
+         "rounds": 15, "shape": {"queries": 256, "candidates": 14541, "dim": 1000}, "target": 0.8, "meets_target": True,
+         "unit": "1e9 absolute differences per CPU second (of the calling thread)", "bound": "l1score.l1_bound"}
+    (line,) = report.bound_line(k)
+    assert "24.1 vs 28.3" in line and "**0.85** of the bound" in line and "range 0.80-0.89 over 15" in line
+    assert "256 x 14,541 x d 1000" in line and "target 0.8: met" in line
+    assert "not met" in report.bound_line(k | {"kernel_over_bound": 0.7, "meets_target": False})[0]
+    assert report.bound_line({"skipped": "no kernel here: cdist"}) == [
+        "Kernel against the arithmetic bound: not measured (no kernel here: cdist)."]
+    assert report.bound_line(None) == []
