@@ -57,11 +57,22 @@ def rerun_config(record: dict[str, Any], seeds: list[int], results_dir: Path) ->
     cfg = OmegaConf.create(config)
     for old in (cfg, cfg.scale):  # records made before the paths group held results_dir here
         old.pop("results_dir", None)
+    if "threads" not in cfg:  # records made before conf/config.yaml's `threads`: re-run on the threads they ran with
+        cfg.threads = recorded_threads(record, seeds)
     cfg.seed = None
     cfg.paths = OmegaConf.merge(cfg.get("paths") or {}, {"results_dir": str(results_dir)})
     cfg.scale.seeds = seeds  # one run over the chosen seeds: the data is loaded once
     cfg.tracker = OmegaConf.merge(cfg.tracker, {"name": "none"})
     return cfg
+
+
+def recorded_threads(record: dict[str, Any], seeds: list[int]) -> int | None:
+    """The torch threads a record's seeds ran with: the first chosen seed's recorded count, else the record's
+    environment's, else None (torch's default)."""
+    by_seed = {r["seed"]: r for r in record["runs"]}
+    counts = [by_seed[s].get("torch_threads") for s in seeds if s in by_seed]
+    hardware = (record.get("environment") or {}).get("hardware") or {}
+    return next((c for c in counts if c is not None), hardware.get("torch_threads"))
 
 
 def check_rtol(rtol: float | None) -> None:

@@ -143,6 +143,7 @@ def validate(cfg: DictConfig) -> None:
     check_seeds("scale.seeds", cfg.scale.get("seeds"))
     check_seeds("paper.protocol.seeds", cfg.paper.get("protocol", {}).get("seeds"))
     check_device(cfg.get("device", "cpu"))
+    _check_value("threads", "threads", cfg.get("threads"))  # a positive integer, or null (torch's default)
     if cfg.get("tracker") is not None:
         check_tracker(cfg)  # a W&B mode or key that would fail (or hang) at the first seed
     for group in ("scale", "model"):

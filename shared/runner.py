@@ -168,14 +168,25 @@ def may_stop_early(cfg: DictConfig) -> bool:
     return isinstance(epochs, bool) or not isinstance(epochs, int | float) or patience < epochs
 
 
+def pin_threads(cfg: DictConfig) -> int:
+    """Set torch's intra-op threads to the config's ``threads`` (conf/config.yaml; null leaves them as they are, torch's
+    default) and return the count now in force. The runner does it for every paper; a stand-alone tool may too."""
+    threads = cfg.get("threads")
+    if threads is not None:
+        torch.set_num_threads(int(threads))
+    return torch.get_num_threads()
+
+
 def run(cfg: DictConfig, replication: Replication, progress: Protocol | None = None) -> dict[str, Any]:
     """`progress`: the protocol's bar this run's seeds count on (replications.replicate); None: a bar of its own."""
     own = progress is None
     if own:
         progress = Protocol()  # its total: this run's seeds, once they are known
+    threads_before = torch.get_num_threads()
     try:
         return _run(cfg, replication, progress)
     finally:
+        torch.set_num_threads(threads_before)  # the next run of this process (replications.replicate) pins its own
         if own:
             progress.close()
 
@@ -185,6 +196,7 @@ def _run(cfg: DictConfig, replication: Replication, progress: Protocol) -> dict[
     validate(cfg)
     ensure_writable(result_path(cfg).parent)  # before hours of training, not after
     keep_freed_memory()
+    pin_threads(cfg)  # before any of the paper's code: its data, model, seeds and the environment recorded below
     paper = load_paper(replication.paper_file)
     reported = {
         m: e["value"]
@@ -224,8 +236,8 @@ def _run(cfg: DictConfig, replication: Replication, progress: Protocol) -> dict[
             seconds = time.perf_counter() - t0
             tracker.finish(metrics, reported)
             per_seed.append(metrics)
-            # Per seed, because a resumed or merged protocol may span sessions, commits and machines.
-            # A replication's train() may set its own thread count: record what the seed ran with, not the default
+            # Per seed, because a resumed or merged protocol may span sessions, commits and machines: the threads
+            # the seed ran with (pin_threads' count, unless the paper's code changed it)
             env["hardware"]["torch_threads"] = torch.get_num_threads()
             runs.append({"seed": seed, "metrics": metrics, "train": summary, "wall_seconds": round(seconds, 2),
                          "git_commit": env["git_commit"], "code_fingerprint": code_identity(str(cfg.paper.name)),

@@ -42,7 +42,7 @@ def test_methods_on_a_run_keep_the_page_details_in_the_summary_and_write_nothing
 
     cfg = compose_cfg("paper=mmlayout", "dataset=funsd", "model=mmlayout/funsd", "scale=smoke", "tracker=none",
                       "model.backbone=tiny", "model.max_len=64", "model.epochs=1", "model.precision=fp32",
-                      "paper.protocol.smoke_forms=2", "paper.protocol.threads=2", "paper.protocol.curve_seed=7")
+                      "paper.protocol.smoke_forms=2", "paper.protocol.curve_seed=7")
     run = run_of(cfg, output_dir=tmp_path / "mmlayout" / "funsd")
     data = REPLICATION.load_data(run)
     forms = data["forms"]["test"]

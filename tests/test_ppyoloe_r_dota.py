@@ -233,8 +233,7 @@ def test_full_dota_recipe_runs_on_a_devkit_shaped_folder(monkeypatch, tmp_path):
                             "scale": {"name": "smoke"},
                             "model": {"name": "ppyoloe_r", "size": "s", "angle": "dfl", "box": "probiou", "steps": 1,
                                       "batch_size": 2, "lr": 1e-3, "weight_decay": 0.0, "warmup": 1},
-                            "paper": {"protocol": {"threads": 1, "curve_seed": 1, "curve_model": "ppyoloe_r",
-                                                   "curve_every": 1}}})
+                            "paper": {"protocol": {"curve_seed": 1, "curve_model": "ppyoloe_r", "curve_every": 1}}})
     run = run_of(cfg)
     data = REPLICATION.load_data(run)
     assert len(data["train"]) > 10 and set(data["label_sha256"]) == {"train", "val"}

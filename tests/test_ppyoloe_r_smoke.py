@@ -52,8 +52,7 @@ def test_unknown_dataset_is_refused():
 
 def _tiny_cfg(model: str = "ppyoloe_r"):
     return OmegaConf.create({
-        "paper": {"name": "ppyoloe_r", "protocol": {"threads": 1, "curve_model": "ppyoloe_r", "curve_seed": 1,
-                                                    "curve_every": 1}},
+        "paper": {"name": "ppyoloe_r", "protocol": {"curve_model": "ppyoloe_r", "curve_seed": 1, "curve_every": 1}},
         "dataset": {"name": "synthetic_rotated", "image_size": 64, "n_train": 4, "n_val": 2, "n_test": 2,
                     "objects": [1, 2], "scale": [0.2, 0.4], "pre_nms": 50, "seeds": {"train": 0, "val": 1, "test": 2}},
         "model": {"name": model, "size": "s", "angle": "dfl", "box": "probiou", "steps": 1, "batch_size": 2,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import torch
 
 import replications
 from shared.runner import run
@@ -32,6 +33,29 @@ def test_pshgcn_learns_dblp(tmp_path):
     assert micro > 85.0, micro
     means = {m: a["mean"] for m, a in record["aggregate"].items() if m not in LEFT_OUT}
     check_golden("pshgcn", f"{record['dataset']}/{record['model']}", means)
+
+
+def test_the_runner_pins_pshgcns_threads(tmp_path, monkeypatch):
+    """PSHGCN sets no threads of its own (its epochs ran 6-14x slower on torch's default two threads of a busy two-core
+    machine): the runner pins the config's `threads` (1) before its code runs, and the record says so."""
+    replication, seen = replications.get("pshgcn"), []
+    train = replication.train
+
+    def watched(*args):
+        seen.append(torch.get_num_threads())  # inside the run, where PSHGCN's epochs run
+        return train(*args)
+
+    monkeypatch.setattr(replication, "train", watched)
+    default = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        cfg = compose_cfg("paper=pshgcn", "dataset=acm", "scale=smoke", "scale.max_epochs=1", "scale.seeds=[1]",
+                          "tracker=none", f"paths.results_dir={tmp_path}")
+        record = run(cfg, replication)
+    finally:
+        torch.set_num_threads(default)
+    assert seen == [1] and record["config"]["threads"] == 1
+    assert record["runs"][0]["torch_threads"] == record["environment"]["hardware"]["torch_threads"] == 1
 
 
 def test_same_seed_same_metrics_on_real_data(tmp_path):

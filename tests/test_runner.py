@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from shared.config_check import ConfigError
 from shared.replication import Replication
 from shared.runner import run
 from tests.conftest import compose_cfg
@@ -18,8 +19,8 @@ class Toy(Replication):
 
     name = "pshgcn"  # borrows a real paper config so the real composition is exercised
 
-    def __init__(self, paper_file: Path, fail_at_seed: int | None = None, threads: int | None = None) -> None:
-        self.paper_file, self.fail_at_seed, self.threads = paper_file, fail_at_seed, threads
+    def __init__(self, paper_file: Path, fail_at_seed: int | None = None) -> None:
+        self.paper_file, self.fail_at_seed, self.threads_seen = paper_file, fail_at_seed, []
 
     def load_data(self, run):
         g = torch.Generator().manual_seed(0)
@@ -30,8 +31,7 @@ class Toy(Replication):
         return torch.nn.Linear(5, 2)
 
     def train(self, run, model, data, seed, log):
-        if self.threads:  # as the MoE protocols do: the record must say what the seed ran with
-            torch.set_num_threads(self.threads)
+        self.threads_seen.append(torch.get_num_threads())  # what the runner pinned for the paper's code
         if seed == self.fail_at_seed:
             raise RuntimeError("interrupted")
         opt = torch.optim.SGD(model.parameters(), lr=0.5)
@@ -69,9 +69,11 @@ def _cfg(tmp_path, *extra):
 
 def test_run_writes_complete_result_with_provenance(tmp_path, paper_file):
     default = torch.get_num_threads()
-    torch.set_num_threads(2)  # the process default at start; train() then runs the seeds on one thread
+    torch.set_num_threads(2)  # the process's count before the run; the config's `threads` (1) pins every seed
+    toy = Toy(paper_file)
     try:
-        record = run(_cfg(tmp_path), Toy(paper_file, threads=1))
+        record = run(_cfg(tmp_path), toy)
+        assert torch.get_num_threads() == 2  # restored after the run: the next run of a process pins its own
     finally:
         torch.set_num_threads(default)
     path = tmp_path / "results" / "pshgcn" / "dblp" / "pshgcn.json"
@@ -89,7 +91,30 @@ def test_run_writes_complete_result_with_provenance(tmp_path, paper_file):
     assert saved["wall_seconds"] == pytest.approx(total, abs=0.02) and saved["wall_seconds"] >= 0
     assert saved["peak_memory_mb"] > 0 and record["aggregate"]
     assert all(r["cpu"] == env["hardware"]["cpu"] and r["git_commit"] == env["git_commit"] for r in saved["runs"])
+    assert toy.threads_seen == [1, 1, 1] and saved["config"]["threads"] == 1
     assert env["hardware"]["torch_threads"] == 1 and all(r["torch_threads"] == 1 for r in saved["runs"])
+
+
+@pytest.mark.parametrize(("before", "override", "pinned"), [(1, "threads=2", 2), (2, "threads=null", 2), (1, "threads=null", 1)])
+def test_the_config_threads_pin_every_seed_and_null_keeps_torchs(tmp_path, paper_file, before, override, pinned):
+    default = torch.get_num_threads()
+    torch.set_num_threads(before)
+    toy = Toy(paper_file)
+    try:
+        record = run(_cfg(tmp_path, override, "scale.seeds=[1]"), toy)
+        assert torch.get_num_threads() == before
+    finally:
+        torch.set_num_threads(default)
+    assert toy.threads_seen == [pinned] and record["runs"][0]["torch_threads"] == pinned
+    assert record["environment"]["hardware"]["torch_threads"] == pinned
+
+
+@pytest.mark.parametrize("value", ["0", "1.5", "two"])
+def test_a_thread_count_that_is_no_positive_integer_is_refused_before_any_work(tmp_path, paper_file, value):
+    toy = Toy(paper_file)
+    with pytest.raises(ConfigError, match="threads=.* is invalid: it must be a positive integer"):
+        run(_cfg(tmp_path, f"threads={value}"), toy)
+    assert toy.threads_seen == []
 
 
 def test_same_seed_same_numbers(tmp_path, paper_file):

@@ -7,9 +7,13 @@ import json
 import math
 
 import pytest
+import torch
 
-from replications.verify import compare_metrics, excluded, main, tolerance, verify
-from shared.runner import run
+from replications.verify import compare_metrics, excluded, main, recorded_threads, rerun_config, tolerance, verify
+from shared.config_check import validate
+from shared.paths import REPO_ROOT
+from shared.records import complete_records
+from shared.runner import check_choices, run
 from tests.test_runner import Toy, _cfg, paper_file  # noqa: F401  (fixture)
 
 AMX = {"cpu_flags": ["amx_bf16", "amx_tile", "avx512_bf16"], "onednn_isa": "avx512_core_amx",
@@ -104,3 +108,41 @@ def test_absurd_rtol_is_refused_in_one_line(tmp_path, capsys, rtol):
     assert err.count("\n") == 1 and "is invalid: give a finite tolerance in [0, 1]" in err
     with pytest.raises(ValueError, match="finite tolerance"):
         verify(path, rtol=float(rtol))
+
+
+def test_a_record_made_before_the_threads_key_reruns_on_the_threads_it_ran_with(tmp_path, paper_file, capsys):  # noqa: F811
+    """Records before conf/config.yaml's `threads` stored none (the MoE papers' paper.protocol.threads, read by no code
+    now, or nothing): verify re-runs them on the count each recorded, not on torch's default, and agrees."""
+    run(_cfg(tmp_path, "threads=2"), Toy(paper_file))
+    path = tmp_path / "results" / "pshgcn" / "dblp" / "pshgcn.json"
+    record = json.loads(path.read_text())
+    del record["config"]["threads"]
+    record["config"]["paper"]["protocol"]["threads"] = 2  # where the MoE papers kept it
+    path.write_text(json.dumps(record))
+    default = torch.get_num_threads()
+    torch.set_num_threads(1)
+    toy = Toy(paper_file)
+    try:
+        assert verify(path, seeds=[2], replication=toy)
+    finally:
+        torch.set_num_threads(default)
+    assert toy.threads_seen == [2] and "thread count differs" not in capsys.readouterr().out
+    for r in record["runs"]:  # older still: no per-seed count, the record's environment says it
+        del r["torch_threads"]
+    assert recorded_threads(record, [2]) == 2
+    del record["environment"]["hardware"]["torch_threads"]
+    assert recorded_threads(record, [2]) is None  # unknown: torch's default, as such a record ran
+
+
+def test_every_committed_record_still_composes_for_a_rerun(tmp_path):
+    """What `make verify` re-runs from each committed record's stored config passes the runner's checks, on the threads
+    the record ran with."""
+    records = [(p, r) for p, r in complete_records(REPO_ROOT / "results") if r.get("config")]
+    assert records
+    for path, record in records:
+        seed = sorted(r["seed"] for r in record["runs"])[0]
+        cfg = rerun_config(record, [seed], tmp_path)
+        check_choices(cfg)
+        validate(cfg)
+        want = record["config"].get("threads", recorded_threads(record, [seed]))
+        assert cfg.threads == want, path

@@ -46,9 +46,6 @@ class EvoMoEReplication(Replication):
         return model.to(device)
 
     def train(self, run: Run, model: GPT, data: Any, seed: int, log: LogFn) -> dict[str, Any]:
-        threads = run.cfg.paper.protocol.get("threads")
-        if threads:
-            torch.set_num_threads(int(threads))
         return fit(run.cfg, model, data.train, data.valid, seed, log)
 
     def evaluate(self, run: Run, model: GPT, data: Any, seed: int, summary: dict[str, Any]) -> dict[str, float]:

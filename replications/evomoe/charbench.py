@@ -27,7 +27,7 @@ from replications.evomoe.ngram import kneser_ney_bigram_ppl
 from shared.atomic import write_json_atomic
 from shared.paths import REPO_ROOT
 from shared.runinfo import environment
-from shared.runner import make_run
+from shared.runner import make_run, pin_threads
 from shared.seeding import seed_everything
 
 DATASET = "tinyshakespeare"
@@ -59,7 +59,7 @@ def bigram_floor(data) -> float:
 def measure(model_choice: str, data, steps: int) -> dict[str, Any]:
     cfg = compose(model_choice, f"scale.max_epochs={steps}", f"paper.protocol.curve_points={steps}",
                   "paper.protocol.curve_valid_tokens=64")  # curve points after every step, almost free
-    torch.set_num_threads(int(cfg.paper.protocol.threads))
+    pin_threads(cfg)
     run = make_run(cfg)
     seed_everything(1)
     model = REPLICATION.build_model(run, data)

@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 from omegaconf import OmegaConf
 
 from replications.flexmoe import stats
@@ -65,9 +64,6 @@ class FlexMoEReplication(Replication):
 
     def train(self, run: Run, model: GPT, data: Any, seed: int, log: LogFn) -> dict[str, Any]:
         cfg = run.cfg
-        threads = cfg.paper.protocol.get("threads")
-        if threads:
-            torch.set_num_threads(int(threads))
         summary, routed, kept = fit(cfg, model, data.train, data.valid, log, seed)
         path = trace_path(run, seed)
         with atomic_path(path) as tmp:

@@ -24,7 +24,7 @@ from replications.flexmoe.train import fit
 from shared.atomic import write_json_atomic
 from shared.paths import REPO_ROOT
 from shared.runinfo import environment
-from shared.runner import make_run
+from shared.runner import make_run, pin_threads
 from shared.seeding import seed_everything
 
 DATASET = "tinyshakespeare"
@@ -52,7 +52,7 @@ def measure(choice: str, data, steps: int) -> dict[str, Any]:
     # curve points after every step on 64 characters: almost free, and each one ends a step's timing cleanly
     cfg = compose(choice, f"scale.max_epochs={steps}", f"paper.protocol.curve_points={steps}",
                   "paper.protocol.curve_valid_tokens=64")
-    torch.set_num_threads(int(cfg.paper.protocol.threads))
+    pin_threads(cfg)
     seed_everything(1)
     model = REPLICATION.build_model(make_run(cfg), data)
     total, active = active_parameters(model, cfg)

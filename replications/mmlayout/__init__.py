@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 
 from replications.mmlayout import backbone, data, encode, metrics
 from replications.mmlayout.model import Tagger, count_parameters
@@ -44,7 +43,6 @@ class MMLayoutReplication(Replication):
         to evaluate under `_predicted`; the per-document counts and the example forms' tags, which the page's
         paired bootstrap and figure need, are stored in the record under `details`."""
         m, protocol = run.cfg.model, run.cfg.paper.protocol
-        torch.set_num_threads(int(protocol.threads))
         windows, forms = data_["windows"]["test"], data_["forms"]["test"]
         curve_fn = None
         if seed == protocol.curve_seed:  # test F1 after every epoch: the learning curve, never used to choose anything

@@ -18,14 +18,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-import torch
 from omegaconf import OmegaConf
 
 import replications
 from shared.atomic import write_json_atomic
 from shared.paths import REPO_ROOT
 from shared.runinfo import environment
-from shared.runner import make_run
+from shared.runner import make_run, pin_threads
 from shared.seeding import seed_everything
 
 PAPERS = ("evomoe", "ta_moe", "flexmoe")
@@ -52,7 +51,7 @@ def arms(paper: str, dataset: str) -> list[str]:
 def measure(paper: str, dataset: str, choice: str, data: Any, steps: int) -> dict[str, Any]:
     cfg = compose(paper, dataset, choice, f"scale.max_epochs={steps}", f"paper.protocol.curve_points={steps}",
                   "paper.protocol.curve_valid_tokens=64")  # a curve point after every step, almost free
-    torch.set_num_threads(int(cfg.paper.protocol.threads))
+    pin_threads(cfg)
     replication, run = replications.get(paper), make_run(cfg)
     seed_everything(1)
     model = replication.build_model(run, data)

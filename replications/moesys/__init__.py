@@ -53,7 +53,6 @@ class MoESysReplication(Replication):
 
     def train(self, run: Run, model: dict[str, Any], data: MarkovTokens, seed: int, log: LogFn) -> dict[str, Any]:
         cfg = run.cfg
-        torch.set_num_threads(int(cfg.paper.protocol.get("threads") or 1))
         if cfg.model.name == "ring_memory":
             return self._ring(cfg, data, seed)  # evaluate reads its figures from this summary
         if cfg.model.name == "elastic":

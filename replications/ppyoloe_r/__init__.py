@@ -45,7 +45,6 @@ class PPYOLOERReplication(Replication):
     def train(self, run: Run, model: torch.nn.Module, data: dict[str, Any], seed: int, log: LogFn) -> dict:
         cfg = run.cfg
         m, protocol = cfg.model, cfg.paper.protocol
-        torch.set_num_threads(int(protocol.threads))
         curve = seed == protocol.curve_seed and run.model == protocol.curve_model and "val" in data
         summary = fit(model, data["train"], m.steps, m.batch_size, m.lr, m.weight_decay, m.warmup, m.box, seed,
                       eval_every=protocol.curve_every if curve else 0,

@@ -15,7 +15,6 @@ import math
 from pathlib import Path
 from typing import Any
 
-import torch
 from omegaconf import DictConfig, OmegaConf
 
 from replications.moe import corpora
@@ -63,9 +62,6 @@ class TAMoEReplication(Replication):
                    p.get("init_std"))
 
     def train(self, run: Run, model: GPT, data: Any, seed: int, log: LogFn) -> dict[str, Any]:
-        threads = run.cfg.paper.protocol.get("threads")
-        if threads:
-            torch.set_num_threads(int(threads))
         cluster = self.gate_options(run.cfg)[1]  # the bandwidths and topology the gates were built with
         return {**fit(run.cfg, model, data.train, data.valid, log, seed=seed), "cluster": cluster}
 

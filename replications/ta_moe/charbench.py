@@ -23,7 +23,7 @@ from replications.ta_moe import REPLICATION
 from shared.atomic import write_json_atomic
 from shared.paths import REPO_ROOT
 from shared.runinfo import environment
-from shared.runner import make_run
+from shared.runner import make_run, pin_threads
 from shared.seeding import seed_everything
 
 DATASET = "tinyshakespeare"
@@ -54,7 +54,7 @@ def active_parameters(model: torch.nn.Module, k: int) -> tuple[int, int]:
 def measure(choice: str, data: Any, steps: int) -> dict[str, Any]:
     cfg = compose(choice, f"scale.max_epochs={steps}", "paper.protocol.curve_points=1",
                   "paper.protocol.curve_valid_tokens=64")  # one curve point, almost free
-    torch.set_num_threads(int(cfg.paper.protocol.threads))
+    pin_threads(cfg)
     run = make_run(cfg)
     seed_everything(1)
     model = REPLICATION.build_model(run, data)

@@ -22,7 +22,7 @@ for model in ${MODELS:-evomoe/wikitext2 evomoe_switch evomoe_dense evomoe_gshard
   esac
   echo "== $model $(date +%T)"
   "$py" -m replications paper=evomoe_gpu dataset=wikitext2 "model=$model" "device=${DEVICE:-cuda}" tracker=none \
-    "paths.results_dir=$out" "${extra[@]}" ${EXTRA:-}
+    threads=null "paths.results_dir=$out" "${extra[@]}" ${EXTRA:-}
 done
 "$py" -c "import sys; from pathlib import Path; import replications; from shared import report
 print(report.write_paper_pages(Path(sys.argv[1]), {'evomoe': replications.get('evomoe').report}))" "$out"

@@ -9,6 +9,7 @@
 # Writes OUT_DIR/rep/<dataset>/<model>.json and OUT_DIR/check.md. Needs torch with CUDA, hydra-core, omegaconf.
 # DEVICE=cpu FRACTION=0.0005 DATASETS=wn18rr MODELS=transe EXTRA="model.dim=16" runs the same script as a CPU smoke
 # test (make gpu-check DEVICE=cpu runs it so, conf/gpu_check.yaml).
+# threads=null: torch's default threads, the GPU machine being one's own (conf/config.yaml pins 1 on the shared CPU one).
 set -euo pipefail
 out=${1:?usage: check.sh OUT_DIR [FRACTION]}
 fraction=${2:-${FRACTION:-0.01}}
@@ -29,7 +30,7 @@ PY
 )
     echo "== $ds $model: $steps steps ($(date +%T))"
     "$py" -m replications paper=rep "dataset=$ds" "model=rep_$model" "device=${DEVICE:-cuda}" tracker=none seed=1 \
-      "scale.max_epochs=$steps" model.cache=false "paths.results_dir=$out" ${EXTRA:-}
+      threads=null "scale.max_epochs=$steps" model.cache=false "paths.results_dir=$out" ${EXTRA:-}
   done
 done
 "$py" - "$out" <<'PY' | tee "$out/check.md"
