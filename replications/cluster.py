@@ -57,7 +57,8 @@ def split_launcher(overrides: list[str]) -> tuple[str | None, list[str], list[st
 
 
 def launcher_settings(launcher: str, hydra_overrides: list[str]) -> tuple[dict[str, Any], Path]:
-    """The preset's submitit parameters, with the command line's ``hydra.launcher.*``, and the run's folder."""
+    """The preset's submitit parameters, with the command line's ``hydra.launcher.*`` (and ``threads=``, which the CPU
+    preset's cores follow), and the run's folder."""
     if launcher != "local" and not shutil.which("sbatch"):
         raise ConfigError(f"launcher={launcher} needs SLURM's sbatch on PATH: run it on the cluster's login node "
                           "(launcher=local runs the same jobs as processes on this machine)")

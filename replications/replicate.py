@@ -178,7 +178,9 @@ def replicate(paper: str, overrides: list[str], show_cfg: bool = False) -> int:
                 ensure_writable(Path(root))  # an unwritable folder fails now, not after the first model trains
         check_data_folders()  # a missing mirror or an unwritable cache too
         if launcher:  # the same configs, one job per seed; results/ is written only by the merge
-            cluster.submit(paper, configs, launcher, launch_overrides, Path(min(roots)), measured=not changes)
+            threads = [o for o in overrides if o.split("=", 1)[0] == "threads"]  # the preset's cores follow it
+            cluster.submit(paper, configs, launcher, [*launch_overrides, *threads], Path(min(roots)),
+                           measured=not changes)
             return 0
     except (HydraException, OmegaConfBaseException) as exc:  # Hydra's own report would be 7-39 lines
         print(f"error: {composition_error(exc, overrides)}", file=sys.stderr)

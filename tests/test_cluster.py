@@ -47,7 +47,10 @@ def test_the_slurm_preset_reaches_submitit_with_its_requeue(monkeypatch, tmp_pat
     slurm = cluster.executor("slurm", params, run_dir)._executor
     assert slurm.max_num_timeout == 3  # the preset's max_num_timeout: requeued up to 3 times on its time limit
     assert slurm.parameters["partition"] == "cpu" and slurm.parameters["array_parallelism"] == 16
-    assert slurm.parameters["cpus_per_task"] == 4 and slurm.parameters["time"] == 120
+    assert slurm.parameters["cpus_per_task"] == 1 and slurm.parameters["time"] == 120  # threads' default: 1 core
+    params, _ = cluster.launcher_settings("slurm", ["threads=4", f"hydra.sweep.dir={tmp_path}"])
+    assert params["cpus_per_task"] == 4  # one core per torch thread the run pins
+    assert cluster.launcher_settings("slurm_gpu", ["threads=4", f"hydra.sweep.dir={tmp_path}"])[0]["cpus_per_task"] == 8
 
 
 class Stub(Replication):
