@@ -9,6 +9,10 @@ once, in an order that rotates by one each repetition. Per cell and peer: the me
 suite seconds / peer seconds of the same repetition (< 1: the suite is faster) with a bootstrap 95 % interval.
 Repetitions: $BENCH_PEER_REPS (default REPS); a column whose warm-up pass takes over SLOW x the suite's (HF eager
 at 64 experts) runs in the first FEW only, its ratio being far from 1. --quick: a toy grid (48 tokens, d 32) for tests.
+Allocator: glibc maps every allocation above 32 MB afresh and page-faults it on each pass; the layer's stacked
+[E, d, h] expert gradients (64 MB at E = 64) pay that every pass, the peers' per-expert 1 MB gradients do not. Under
+MALLOC_MMAP_THRESHOLD_=1073741824 (all columns alike) the layer's E = 64 passes took about half the time in paired
+runs here, so the record keeps any MALLOC_* setting (`malloc_env`).
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from replications.moe.peers import PEERS, TOP1_ONLY, agreement, build, ceiling, 
 from shared.atomic import save_figure_atomic
 from shared.stats import percentile_interval, resample_indices
 
-REPS = 20  # one repetition of the full grid: ~55 s alone on one thread of the 2-core Xeon -> ~20 min
+REPS = 20  # a repetition of the full grid ~45-55 s alone at 1 thread (2-core Xeon); with checks ~20 min
 COLUMNS = (*PEERS, "dense", "ceiling")
 LABELS = {"hf_switch": "HF Switch", "hf_grouped": "HF grouped_mm", "hf_eager": "HF eager", "deepspeed": "DeepSpeed",
           "dense": "dense FFN", "ceiling": "matmul ceiling"}
@@ -140,8 +144,9 @@ def run(grid: Grid) -> dict:
     """Build, check and time the grid; the record's `peer_grid` entry."""
     cells = make_cells(grid)
     wall = time_cells(cells, grid.reps)
+    malloc = {k: v for k, v in os.environ.items() if k.startswith("MALLOC_")}  # glibc tunables change the result
     return {"grid": asdict(grid), "wall_seconds": wall, "load_average_after": os.getloadavg(),
-            "threads": torch.get_num_threads(), "rows": summarise(cells)}
+            "threads": torch.get_num_threads(), "malloc_env": malloc, "rows": summarise(cells)}
 
 
 def behind(row: dict) -> bool:
@@ -156,6 +161,7 @@ def markdown(pg: dict) -> str:
              f"{g['reps']} repetitions of the grid, interleaved (every repetition visits every cell; inside a cell the "
              f"order of suite, peers, dense and ceiling rotates by one per repetition); {pg['threads']} thread(s); "
              f"{pg['wall_seconds']:.0f} s; load average after: {', '.join(f'{v:.1f}' for v in pg['load_average_after'])}. "
+             f"glibc malloc settings: {pg.get('malloc_env') or 'defaults'}. "
              f"d_model {g['d']}, expert hidden {g['h']} / k, forward+backward, input gradient included. No capacity "
              "limit (nothing dropped): every peer does the same expert work on the same routing, with the suite "
              "layer's weights copied in and its output and input gradient checked equal (relative error < 1e-4) "

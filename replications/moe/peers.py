@@ -182,19 +182,24 @@ def ceiling(layer: MoELayer, counts: list[int]) -> Callable[[], None]:
     return run
 
 
-def agreement(layer: MoELayer, peer: Peer, x: Tensor, k: int) -> dict[str, float | bool]:
+def agreement(layer: MoELayer, peer: Peer, x: Tensor, k: int) -> dict[str, float | bool | int]:
     """Largest |peer - layer| on output and input gradient (loss: mean square of the output, no aux), scaled
-    by the layer's largest value; `agrees` when both are below 1e-4."""
+    by the layer's largest value; `agrees` when both are below 1e-4. Tokens whose k-th and (k+1)-th router logits
+    lie within 1e-5 are left out (`near_ties`): rounding may route them either way, in any implementation."""
     xs, xp = x.detach().clone().requires_grad_(), x.detach().clone().requires_grad_()
     y, _ = layer(xs)
     y.square().mean().backward()
     yp, _ = peer.forward(xp)
     yp.square().mean().backward()
-    want = y.detach()
-    unit_weight = peer.name in ("hf_grouped", "hf_eager") and k == 1  # Mixtral's top-1 weight is 1, the layer's p
-    if unit_weight:
-        with torch.no_grad():
-            want = want / layer.gate.proj(xs).softmax(-1).max(-1).values.unsqueeze(1)
-    out = float((yp.detach() - want).abs().max() / want.abs().max())
-    grad = 0.0 if unit_weight else float((xp.grad - xs.grad).abs().max() / xs.grad.abs().max())
-    return {"output_rel_err": out, "input_grad_rel_err": grad, "agrees": out < 1e-4 and grad < 1e-4}
+    with torch.no_grad():
+        logits = layer.gate.proj(xs)
+        top = logits.topk(min(k + 1, logits.shape[1]), dim=1).values
+        rows = (top[:, k - 1] - top[:, -1] >= 1e-5) if top.shape[1] > k else torch.ones(len(top), dtype=torch.bool)
+        want = y.detach()[rows]
+        unit_weight = peer.name in ("hf_grouped", "hf_eager") and k == 1  # Mixtral's top-1 weight is 1, the layer's p
+        if unit_weight:
+            want = want / logits[rows].softmax(-1).max(-1).values.unsqueeze(1)
+        out = float((yp.detach()[rows] - want).abs().max() / want.abs().max())
+        grad = 0.0 if unit_weight else float((xp.grad[rows] - xs.grad[rows]).abs().max() / xs.grad[rows].abs().max())
+    return {"output_rel_err": out, "input_grad_rel_err": grad, "near_ties": int((~rows).sum()),
+            "agrees": out < 1e-4 and grad < 1e-4}
