@@ -135,3 +135,20 @@ def test_benchmark_writes_its_record_and_figure(tmp_path, capsys):
     assert saved["blas"] and all(b["num_threads"] == 1 for b in saved["blas"])
     assert (tmp_path / "bench_grouping.png").stat().st_size > 0
     assert "exponents: old" in capsys.readouterr().out
+
+
+def test_the_page_shows_the_committed_scaling_with_its_exponent_and_target():
+    """results/gaga/bench_grouping.json on GAGA's page: a row per size, the fitted exponents, the target's verdict."""
+    from replications.gaga.report import scaling_blocks
+    from shared.paths import RESULTS
+
+    record = json.loads((RESULTS / "gaga" / "bench_grouping.json").read_text())
+    heading, intro, image, table = scaling_blocks(record)
+    assert heading.startswith("## Grouping") and image == "![bench_grouping](bench_grouping.png)"
+    assert len(table.rows) == len(record["rows"]) >= 4 and table.rows[0][0] == f"{record['rows'][0]['nodes']:,}"
+    exp = record["exponents"]
+    assert f"new {exp['new']}, old {exp['old']}" in table.note and f"n^{exp['two_hop_pairs']}" in table.note
+    verdict = "meets" if exp["new"] <= record["target_exponent"] else "misses"
+    assert f"the new path {verdict} it" in table.note and "run alone" in intro
+    missed = scaling_blocks(record | {"exponents": exp | {"new": record["target_exponent"] + 0.01}})[3].note
+    assert "the new path misses it" in missed

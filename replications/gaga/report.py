@@ -1,6 +1,7 @@
 """GAGA's page as data (``build``): one table per dataset from the result records, the official code's runs split by
 split against the suite's GAGA (results/<d>/official.json, ``make official-gaga``), and the preprocessing benchmark
-from the side file ``benchmark.json`` (``python -m replications.gaga.bench --out DIR``). The claims are paper.yaml's,
+from the side file ``benchmark.json`` (``python -m replications.gaga.bench --out DIR``), and the grouping's scaling
+with graph size from ``bench_grouping.json`` (``make bench-gaga-grouping``). The claims are paper.yaml's,
 judged by shared.claims (replications/gaga/measures.py).
 """
 
@@ -139,11 +140,32 @@ def official_blocks(dataset: str, official: dict[str, Any], suite: dict[str, Any
     return blocks, {**auc, "f1_macro": f1, "status": {c.id: c.status for c in verdicts}, "commit": official.get("commit")}
 
 
+def scaling_blocks(record: dict[str, Any]) -> list[Any]:
+    """The grouping's growth with graph size (side file bench_grouping.json, issue 42: exponent <= its target)."""
+    exp, env = record["exponents"], record["environment"]
+    rows = [[f"{r['nodes']:,}", f"{r['two_hop_pairs']:,}", f"{r['two_hop_density']:.3f}", r["old_cpu_seconds"],
+             r["new_cpu_seconds"], r["speedup"], r["new_ns_per_two_hop_pair"], f"{r['max_abs_difference']:.1e}"]
+            for r in record["rows"]]
+    met = "meets" if exp["new"] <= record["target_exponent"] else "misses"
+    return [
+        "## Grouping: scaling with graph size",
+        f"`make bench-gaga-grouping` ({record['what']}); {env['hardware']['cpu']}, run alone, load average "
+        f"{record['load_average_before'][0]:.2f} before and {record['load_average_after'][0]:.2f} after; commit "
+        f"{env['git_commit'][:7]}.",
+        "![bench_grouping](bench_grouping.png)",  # drawn by the benchmark itself (bench_grouping.plot)
+        Table(["nodes", "two-hop pairs", "density", "old CPU s", "new CPU s", "old / new", "ns per pair",
+               "max |new - old|"], rows,
+              note=f"Fitted exponent of CPU time on nodes: new {exp['new']}, old {exp['old']}; the two-hop pairs "
+                   f"themselves grow as n^{exp['two_hop_pairs']} over these sizes (any exact method enumerates them: "
+                   f"{record['exponent_note']}). Target <= {record['target_exponent']}: the new path {met} it."),
+    ]
+
+
 def build(results: PaperResults) -> PaperReport | None:
     """The page from every dataset's complete records (and benchmark.json when present); None without either."""
     paper = load_paper(PAPER_FILE, results_root=results.root)
     per_dataset = {d: rows(results.models(d), paper, d) for d in results.datasets()}
-    bench = results.side_file("benchmark.json")
+    bench, scaling = results.side_file("benchmark.json"), results.side_file("bench_grouping.json")
     if not any(per_dataset.values()) and bench is None:
         return None
     blocks: list[Any] = ["# GAGA replication",
@@ -158,5 +180,7 @@ def build(results: PaperResults) -> PaperReport | None:
             blocks += more
     if bench is not None:
         blocks += benchmark_blocks(bench)
-    return PaperReport(blocks=blocks, claims=claims,
-                       data={"datasets": per_dataset, "benchmark": bench, "official": official_data})
+    if scaling is not None:
+        blocks += scaling_blocks(scaling)
+    return PaperReport(blocks=blocks, claims=claims, data={"datasets": per_dataset, "benchmark": bench,
+                                                           "official": official_data, "grouping_scaling": scaling})
