@@ -200,8 +200,10 @@ def test_interrupted_before_any_seed_says_nothing_was_kept(tmp_path):
 def _interrupt_after_first_seed(command: list[str], cwd: Path) -> tuple[int, str]:
     """Start `command` in its own process group, Ctrl-C it (SIGINT to the group, as a terminal does) once seed 1 is
     written, return its exit status and stderr."""
+    # SIGINT as a terminal leaves it: a test run started in the background (`cmd &`) inherits it ignored, and an
+    # ignored signal stays ignored across exec, so the run would never see the Ctrl-C.
     proc = subprocess.Popen(command, cwd=cwd, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         for line in proc.stdout:
             if "seed 1:" in line:
