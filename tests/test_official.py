@@ -11,6 +11,7 @@ record; a bad official block is one line; and the per-seed paired comparison.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -138,6 +139,8 @@ def test_the_whole_path_writes_a_record_at_the_pinned_commit_with_the_patch(fake
     assert any(line.startswith("pytest==") for line in record["packages"])
     # main.py's own peak (a bare python, ~10 MB), not this test process's (torch imported: hundreds of MB)
     assert all(r["wall_seconds"] >= 0 and 1 < r["peak_memory_mb"] < 100 for r in record["runs"])
+    # CPU time of the command's processes (a python start-up at least), never more than the cores allow
+    assert all(0 < r["cpu_seconds"] <= r["wall_seconds"] * os.cpu_count() + 0.1 for r in record["runs"])
     assert record["environment"]["hardware"]["cpu"] and "seeds" not in record["environment"]["command"]
     for seed in (1, 2, 3):  # each seed's output is kept as its log
         assert f"RESULT seed={seed}" in (fake["outputs"] / PAPER / DATASET / f"seed{seed}.log").read_text()

@@ -154,21 +154,23 @@ def session_peak_mb(session: int) -> float:
     return peak
 
 
-def run_command(command: str, cwd: Path, log: Path, timeout_s: float) -> tuple[int | None, float, float]:
+def run_command(command: str, cwd: Path, log: Path, timeout_s: float) -> tuple[int | None, float, float, float]:
     """Run `command` through bash in `cwd`, stdout+stderr to `log`; (exit code or None on timeout, wall seconds,
-    peak RSS in MB: the largest single process of the command's session, sampled every 0.2 s)."""
+    peak RSS in MB: the largest single process of the command's session, sampled every 0.2 s, CPU seconds: user +
+    system of bash and every process it waited for, from wait4's rusage; wall alone misreads a busy machine)."""
     log.parent.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
-    peak = 0.0
+    peak, cpu = 0.0, 0.0
     with open(log, "wb") as out:
         proc = subprocess.Popen(["bash", "-c", command], cwd=cwd, stdout=out, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True)
         code: int | None = None
         while True:
             peak = max(peak, session_peak_mb(proc.pid))
-            pid, status, _ = os.wait4(proc.pid, os.WNOHANG)
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
             if pid:
                 code = os.waitstatus_to_exitcode(status)
+                cpu = usage.ru_utime + usage.ru_stime
                 break
             if time.perf_counter() - start > timeout_s:
                 os.killpg(proc.pid, signal.SIGKILL)  # the whole session: bash and whatever it started
@@ -176,7 +178,7 @@ def run_command(command: str, cwd: Path, log: Path, timeout_s: float) -> tuple[i
                 break
             time.sleep(0.2)
         proc.returncode = code if code is not None else -9  # reaped above; keep Popen from waiting again
-    return code, round(time.perf_counter() - start, 2), round(peak, 1)
+    return code, round(time.perf_counter() - start, 2), round(peak, 1), round(cpu, 2)
 
 
 def fill(command: str, **values: Any) -> str:
@@ -193,7 +195,7 @@ def run_seed(spec: OfficialSpec, dataset: str, plan: DatasetPlan, seed: int, pyt
     log = logs / f"seed{seed}.log"
     command = fill(plan.command, python=python, seed=seed, data_dir=data_dir, out_dir=out_dir)
     load_before = os.getloadavg()[0]
-    code, wall, peak = run_command(command, code, log, plan.timeout_minutes * 60)
+    code, wall, peak, cpu = run_command(command, code, log, plan.timeout_minutes * 60)
     where = f"{spec.paper}/{dataset} seed {seed}"
     shown = portable_paths(str(log))
     if code is None:
@@ -207,7 +209,7 @@ def run_seed(spec: OfficialSpec, dataset: str, plan: DatasetPlan, seed: int, pyt
     if not metrics or not all(isinstance(v, (int, float)) for v in metrics.values()):
         raise OfficialParseError(f"{where}: parse() returned no numeric metrics ({metrics!r}); see {shown}")
     return {"seed": seed, "metrics": {k: float(v) for k, v in metrics.items()}, "wall_seconds": wall,
-            "peak_memory_mb": peak, "load_average": [round(load_before, 2), round(os.getloadavg()[0], 2)]}
+            "cpu_seconds": cpu, "peak_memory_mb": peak, "load_average": [round(load_before, 2), round(os.getloadavg()[0], 2)]}
 
 
 def run(paper: str, dataset: str | None, seeds: list[int] | None = None, *, papers_dir: Path = PAPERS_DIR,
