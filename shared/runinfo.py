@@ -13,6 +13,7 @@ from pathlib import Path
 
 import torch
 
+from shared.allocator import allocator
 from shared.paths import REPO_ROOT
 
 PACKAGES = ["torch", "torch-geometric", "numpy", "scipy", "scikit-learn", "hydra-core", "wandb", "datasets"]
@@ -204,6 +205,7 @@ def environment(git: dict | None = None, precision: str | None = None) -> dict:
         },
         "platform": platform.platform(),
         "numerics": numerics(precision),
+        "allocator": allocator(),  # glibc's thresholds move wall times (shared/allocator.py), never the numbers
     }
 
 

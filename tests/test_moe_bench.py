@@ -76,6 +76,13 @@ def test_peer_table_marks_where_the_suite_is_behind():
                      "load_average_after": [0, 0, 0], "rows": rows})
     assert "| 512 | 8 | 1 | 10.0 | **1.21 [1.10, 1.49]** | 0.80 [0.70, 0.90] | 0.50 [0.40, 0.60] | n/a |" in text
     assert "ModuleNotFoundError" in text and "behind: 1 of 4 comparisons" in text
+    assert "Allocator, the same for every column: glibc defaults" in text  # a record from before the setting
+    rows[4].update(ratio=1.40, ratio_ci95=[1.3, 1.5], ceiling_to_dense=1.22)
+    text = markdown({"grid": {"reps": 3, "d": 256, "h": 1024}, "threads": 1, "wall_seconds": 1.0,
+                     "load_average_after": [0, 0, 0], "rows": rows,
+                     "allocator": {"malloc": "glibc 2.36", "mmap_threshold": 2**30, "trim_threshold": 2**30}})
+    assert "| **1.40 [1.30, 1.50]** (1.22) |" in text and "dense FFN 1.40 [1.30, 1.50]; its matmuls alone: 1.22" in text
+    assert "glibc 2.36, freed blocks up to 1 GiB kept for reuse" in text
 
 
 def test_peer_grid_at_toy_size_checks_each_peer_and_writes_a_row_per_cell_and_peer(tmp_path):
@@ -97,5 +104,7 @@ def test_peer_grid_at_toy_size_checks_each_peer_and_writes_a_row_per_cell_and_pe
             if p in PEERS:
                 assert r["check"]["agrees"] and r["check"]["output_rel_err"] < 1e-4
     assert sum("check" in r for r in rows.values()) >= 6  # the HF peers at least were built and checked
+    assert all(r["ceiling_to_dense"] > 0 for (*_, p), r in rows.items() if p == "dense")
+    assert pg["allocator"]["malloc"]  # what the columns ran under (the layer's setting, or the user's)
     assert "| 48 | 8 | 2 |" in (tmp_path / "BENCHMARK.md").read_text()
     assert (tmp_path / "benchmark_peers.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

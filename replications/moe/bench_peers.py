@@ -9,10 +9,9 @@ once, in an order that rotates by one each repetition. Per cell and peer: the me
 suite seconds / peer seconds of the same repetition (< 1: the suite is faster) with a bootstrap 95 % interval.
 Repetitions: $BENCH_PEER_REPS (default REPS); a column whose warm-up pass takes over SLOW x the suite's (HF eager
 at 64 experts) runs in the first FEW only, its ratio being far from 1. --quick: a toy grid (48 tokens, d 32) for tests.
-Allocator: glibc maps every allocation above 32 MB afresh and page-faults it on each pass; the layer's stacked
-[E, d, h] expert gradients (64 MB at E = 64) pay that every pass, the peers' per-expert 1 MB gradients do not. Under
-MALLOC_MMAP_THRESHOLD_=1073741824 (all columns alike) the layer's E = 64 passes took about half the time in paired
-runs here, so the record keeps any MALLOC_* setting (`malloc_env`).
+Allocator: the layer keeps freed memory for reuse (shared/allocator.py; glibc would map its 64 MB stacked expert
+gradients afresh and page-fault them every pass). The setting is process-wide, so every column here runs under
+it alike, and the record names it (`allocator`). A MALLOC_* variable set by the user replaces it (and is recorded).
 """
 
 from __future__ import annotations
@@ -29,6 +28,7 @@ import numpy as np
 import torch
 
 from replications.moe.peers import PEERS, TOP1_ONLY, agreement, build, ceiling, deepspeed_ready, one_pass, suite_layer
+from shared.allocator import allocator
 from shared.atomic import save_figure_atomic
 from shared.stats import percentile_interval, resample_indices
 
@@ -137,6 +137,9 @@ def summarise(cells: list[dict]) -> list[dict]:
             rows.append({**base, "peer": n, "peer_seconds": statistics.median(c["times"][n]),
                          "ratio": statistics.median(ratios), "ratio_ci95": [lo, hi], "pairs": len(ratios),
                          **({"check": c["checks"][n]} if n in c["checks"] else {})})
+            if n == "dense":  # the layer's matmuls alone against the dense FFN: the part of the ratio routing cannot fix
+                rows[-1]["ceiling_to_dense"] = statistics.median(
+                    tc / td for tc, td in zip(c["times"]["ceiling"], c["times"]["dense"]))
     return rows
 
 
@@ -144,9 +147,8 @@ def run(grid: Grid) -> dict:
     """Build, check and time the grid; the record's `peer_grid` entry."""
     cells = make_cells(grid)
     wall = time_cells(cells, grid.reps)
-    malloc = {k: v for k, v in os.environ.items() if k.startswith("MALLOC_")}  # glibc tunables change the result
     return {"grid": asdict(grid), "wall_seconds": wall, "load_average_after": os.getloadavg(),
-            "threads": torch.get_num_threads(), "malloc_env": malloc, "rows": summarise(cells)}
+            "threads": torch.get_num_threads(), "allocator": allocator(), "rows": summarise(cells)}
 
 
 def behind(row: dict) -> bool:
@@ -155,13 +157,24 @@ def behind(row: dict) -> bool:
     return row["peer"] != "ceiling" and "ratio" in row and row["ratio"] > limit
 
 
+def allocator_text(pg: dict) -> str:
+    """The record's malloc setting in words (older records: `malloc_env`, the MALLOC_* variables set)."""
+    a = pg.get("allocator")
+    if a is None:
+        return "glibc " + (str(pg["malloc_env"]) if pg.get("malloc_env") else "defaults")
+    if "mmap_threshold" in a:
+        return (f"{a['malloc']}, freed blocks up to {a['mmap_threshold'] / 2**30:g} GiB kept for reuse "
+                "(mmap and trim thresholds, set by the layer: shared/allocator.py)")
+    return ", ".join(f"{k}={v}" for k, v in a.items()) if len(a) > 1 else str(a["malloc"])
+
+
 def markdown(pg: dict) -> str:
     g = pg["grid"]
     lines = ["", "## Against the peers: the layers a user would pick instead", "",
              f"{g['reps']} repetitions of the grid, interleaved (every repetition visits every cell; inside a cell the "
              f"order of suite, peers, dense and ceiling rotates by one per repetition); {pg['threads']} thread(s); "
              f"{pg['wall_seconds']:.0f} s; load average after: {', '.join(f'{v:.1f}' for v in pg['load_average_after'])}. "
-             f"glibc malloc settings: {pg.get('malloc_env') or 'defaults'}. "
+             f"Allocator, the same for every column: {allocator_text(pg)}. "
              f"d_model {g['d']}, expert hidden {g['h']} / k, forward+backward, input gradient included. No capacity "
              "limit (nothing dropped): every peer does the same expert work on the same routing, with the suite "
              "layer's weights copied in and its output and input gradient checked equal (relative error < 1e-4) "
@@ -170,7 +183,9 @@ def markdown(pg: dict) -> str:
              "Each entry: the suite's time / that column's time, median over repetitions [bootstrap 95 %]; below 1 "
              f"the suite is faster. **Bold**: the suite is behind (a peer faster, or the dense FFN ratio above "
              f"{DENSE_TARGET:.2f}). Ceiling: the layer's grouped matmuls alone (>= 1 by construction; what routing, "
-             "gathers and combine add).", "",
+             "gathers and combine add). In brackets after the dense ratio: those matmuls alone against the dense FFN "
+             "(E experts' small matmuls and E times the weights to read and their gradients to write, against one "
+             "FFN's), the part of the dense ratio that no routing work can remove.", "",
              "| tokens | E | k | suite ms | " + " | ".join(LABELS[n] for n in COLUMNS) + " |",
              "|---|---|---|---|" + "---|" * len(COLUMNS)]
     by_cell: dict[tuple, dict[str, dict]] = {}
@@ -184,7 +199,10 @@ def markdown(pg: dict) -> str:
                 cells.append("n/a")
                 continue
             text = f"{r['ratio']:.2f} [{r['ratio_ci95'][0]:.2f}, {r['ratio_ci95'][1]:.2f}]"
-            cells.append(f"**{text}**" if behind(r) else text)
+            text = f"**{text}**" if behind(r) else text
+            if "ceiling_to_dense" in r:
+                text += f" ({r['ceiling_to_dense']:.2f})"
+            cells.append(text)
         lines.append(f"| {T} | {E} | {k} | {cols['dense']['suite_seconds'] * 1e3:.1f} | " + " | ".join(cells) + " |")
     skipped = sorted({f"{LABELS[r['peer']]} at k={r['k']}: {r['skipped']}" for r in pg["rows"] if "skipped" in r})
     if skipped:
@@ -193,7 +211,8 @@ def markdown(pg: dict) -> str:
     lines += ["", f"Cells where the suite is behind: {len(late)} of "
                   f"{sum(1 for r in pg['rows'] if r['peer'] != 'ceiling' and 'ratio' in r)} comparisons."]
     lines += [f"- {r['tokens']} tokens, E={r['experts']}, k={r['k']}: {LABELS[r['peer']]} {r['ratio']:.2f} "
-              f"[{r['ratio_ci95'][0]:.2f}, {r['ratio_ci95'][1]:.2f}]" for r in late]
+              f"[{r['ratio_ci95'][0]:.2f}, {r['ratio_ci95'][1]:.2f}]"
+              + (f"; its matmuls alone: {r['ceiling_to_dense']:.2f}" if "ceiling_to_dense" in r else "") for r in late]
     lines += ["", "![the suite's time ratio to each peer per cell](benchmark_peers.png)"]
     return "\n".join(lines) + "\n"
 

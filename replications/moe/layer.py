@@ -10,6 +10,9 @@ tokens as a mean (plus the aux loss), calls backward, then ``sync_grads`` averag
 over ranks (all-reduce / W) and divides expert gradients by W (they already hold the sum over all ranks'
 tokens via the all-to-all's backward). Doing an all-reduce on expert gradients too is the classic
 doubled-gradient bug.
+
+Constructing a layer keeps freed CPU memory for reuse, process-wide (shared/allocator.py): its stacked expert
+gradients and large token batches are blocks glibc would otherwise map afresh and page-fault on every pass.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from torch import Tensor, nn
 from replications.moe.dist import all_to_all, world
 from replications.moe.gates import Gate
 from replications.moe.routing import Routing
+from shared.allocator import keep_freed_memory
 
 
 def _segments(ends: list[int]):
@@ -151,6 +155,7 @@ class MoELayer(nn.Module):
     def __init__(self, d_model: int, d_hidden: int, gate: Gate, group=None, a2a: str = "flat",
                  ranks_per_node: int | None = None):
         super().__init__()
+        keep_freed_memory()  # once per process; a user's own MALLOC_* setting wins
         rank, W = world(group)
         E = gate.num_experts
         if E % W:
