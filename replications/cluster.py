@@ -32,9 +32,8 @@ import replications
 from shared.config_check import ConfigError
 from shared.paths import CONF_DIR, RESULTS
 from shared.records import finished, read_json
-from shared.runinfo import portable_paths
 from shared.runlog import RunLog
-from shared.runner import result_path, run, seeds_of
+from shared.runner import result_path, run, seeds_of, stored_config
 
 PRESETS = {"slurm": "slurm", "slurm_gpu": "slurm_gpu", "local": "submitit_local"}  # launcher= -> hydra/launcher=
 class SubmitError(ConfigError):
@@ -111,11 +110,7 @@ def done(cfg: DictConfig) -> bool:
     record, error = read_json(path) if path.is_file() else (None, "absent")
     if error is not None or not isinstance(record, dict) or not finished(record):
         return False
-    config = OmegaConf.to_container(cfg, resolve=True)
-    for key, value in (config.get("paths") or {}).items():
-        if isinstance(value, str):
-            config["paths"][key] = portable_paths(value)
-    return record.get("config") == config
+    return record.get("config") == stored_config(cfg)
 
 
 class SeedJob(submitit.helpers.Checkpointable):

@@ -62,6 +62,16 @@ def stored(summary: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in summary.items() if not str(k).startswith("_")}
 
 
+def stored_config(cfg: DictConfig) -> dict[str, Any]:
+    """The config as a record stores it: resolved, with no machine's absolute paths. A resume (and a requeued
+    cluster task, replications/cluster.py) compares a record's config with this."""
+    config = OmegaConf.to_container(cfg, resolve=True)
+    for key, value in (config.get("paths") or {}).items():
+        if isinstance(value, str):
+            config["paths"][key] = portable_paths(value)
+    return config
+
+
 def partial_path(cfg: DictConfig) -> Path:
     return result_path(cfg).with_suffix(".partial.json")
 
@@ -211,10 +221,7 @@ def _run(cfg: DictConfig, replication: Replication, progress: Protocol) -> dict[
     data = replication.load_data(spec)
     data_seconds = time.perf_counter() - started
 
-    config = OmegaConf.to_container(cfg, resolve=True)
-    for key, value in (config.get("paths") or {}).items():  # no machine's absolute paths in a result file
-        if isinstance(value, str):
-            config["paths"][key] = portable_paths(value)
+    config = stored_config(cfg)
     done = {r["seed"]: r for r in resumable_runs(cfg, config)}
     per_seed, runs = [], []
     try:
