@@ -52,3 +52,9 @@ def test_an_official_record_makes_a_page_without_a_benchmark(tmp_path):
     claims = {(c.id, c.dataset): c.status for c in page.claims}
     assert claims["matches_official_micro_f1", "imdb"] == claims["matches_official_macro_f1", "imdb"] == "supported"
     assert claims["micro_above_rgcn", "imdb"] == "not run"  # no RGCN record here
+
+
+def test_each_official_seed_shows_its_wall_and_cpu_time_where_recorded():
+    assert report.seed_cost({"wall_seconds": 2808.0, "cpu_seconds": 2790.0}) == "46.8 min (46.5 min)"
+    assert report.seed_cost({"wall_seconds": 600.0}) == "10.0 min"  # an older record: no CPU time, none invented
+    assert report.seed_cost({}) == "—"

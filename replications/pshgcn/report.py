@@ -45,24 +45,34 @@ def table(data: list[dict[str, Any]]) -> Table:
                    minutes(r["protocol_wall_seconds"]) if r["protocol_wall_seconds"] else "—"] for r in data])
 
 
+def seed_cost(run: dict[str, Any]) -> str:
+    """An official seed's wall time and, where its record has it, its CPU time (user + system)."""
+    if not run.get("wall_seconds"):
+        return "—"
+    cpu = run.get("cpu_seconds")
+    return minutes(run["wall_seconds"]) + (f" ({minutes(cpu)})" if cpu else "")
+
+
 def official_table(dataset: str, official: dict[str, Any], suite: dict[str, Any],
                    status: dict[str, str]) -> tuple[Table, dict[str, Any]]:
     """The official code's record against the suite's PSHGCN seed by seed (seed s = the official seed s: the same
     validation split and the RNG draws in hgb/main.py's order, paper.yaml notes), per metric; ``status``: the
     matches_official_<metric> verdicts."""
     pairs = {m: compare.paired(official, suite, m) for m in METRICS}
+    cost = {int(r["seed"]): r for r in official.get("runs", [])}
     rows = [[s, *(f"{p['official'][i]:.4f} / {p['suite'][i]:.4f} ({p['differences'][i]:+.4f})"
-                  for p in pairs.values())] for i, s in enumerate(pairs[METRICS[0]]["seeds"])]
+                  for p in pairs.values()), seed_cost(cost.get(int(s), {}))]
+            for i, s in enumerate(pairs[METRICS[0]]["seeds"])]
     summary = ["paired mean [95% CI]", *(
         f"{p['mean_difference']:+.4f} [{p['ci95'][0]:+.4f}, {p['ci95'][1]:+.4f}]: {status.get(m, '–')}"
-        if p.get("ci95") else "–" for m, p in pairs.items())]
+        if p.get("ci95") else "–" for m, p in pairs.items()), seed_cost({"wall_seconds": official.get("wall_seconds")})]
     note = (f"results/pshgcn/{dataset}/{OFFICIAL_NAME}: `make official-pshgcn dataset={dataset}`, "
             f"{official_source(official)} with patches "
             + ", ".join(p["path"].rsplit("/", 1)[-1] for p in official.get("patches") or [])
             + ". The official code prints 4 decimals. Supported: the whole interval of suite - official within "
               "±tolerance (paper.yaml claims matches_official_*); contradicted: wholly outside.")
-    table = Table(["seed", *(f"{m}: official / suite (suite - official)" for m in METRICS)], [*rows, summary],
-                  note=note)
+    table = Table(["seed", *(f"{m}: official / suite (suite - official)" for m in METRICS), "official code: wall (CPU)"],
+                  [*rows, summary], note=note)
     return table, {m: {**p, "status": status.get(m)} for m, p in pairs.items()}
 
 
