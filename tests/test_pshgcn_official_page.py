@@ -58,3 +58,6 @@ def test_each_official_seed_shows_its_wall_and_cpu_time_where_recorded():
     assert report.seed_cost({"wall_seconds": 2808.0, "cpu_seconds": 2790.0}) == "46.8 min (46.5 min)"
     assert report.seed_cost({"wall_seconds": 600.0}) == "10.0 min"  # an older record: no CPU time, none invented
     assert report.seed_cost({}) == "—"
+    assert report.total_cost([{"wall_seconds": 600.0, "cpu_seconds": 540.0}, {"wall_seconds": 1200.0, "cpu_seconds": 1080.0}]) \
+        == "all seeds: 30.0 min (27.0 min)"
+    assert report.total_cost([{"wall_seconds": 600.0, "cpu_seconds": 540.0}, {"wall_seconds": 1200.0}]) == "all seeds: 30.0 min"
